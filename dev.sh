@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One entry point for developers and CI.
+#   ./dev.sh demo   set up .venv and run the demo (cone-beam scan of a 3-D phantom)
+#   ./dev.sh test   set up .venv and run the test suite (what .ci/run calls)
+# Extra arguments after the verb go to the demo script or to pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PY=${PYTHON:-python3}
+VENV=.venv
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PY" -m venv "$VENV"
+    fi
+    "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+    # torch: development and CI use the CPU build (a local wheel here, seconds to
+    # install). End users choose their own build through the `torch` extra; the pin
+    # lives only in this script. LEAP_TORCH_SPEC overrides it, LEAP_TORCH_SPEC=none skips.
+    local torch_spec=${LEAP_TORCH_SPEC:-torch==2.13.0}
+    if [ "$torch_spec" != none ] && ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+        "$VENV/bin/python" -m pip install -q "$torch_spec"
+    fi
+    "$VENV/bin/python" -m pip install -q -e ".[test]"
+}
+
+verb=${1:-}
+shift || true
+case "$verb" in
+    demo)
+        setup
+        exec "$VENV/bin/python" examples/demo.py "$@"
+        ;;
+    test)
+        setup
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    setup)
+        setup
+        ;;
+    *)
+        echo "usage: ./dev.sh {demo|test|setup} [args...]" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,8 @@
+"""leap: LEAP-compatible CT projectors, back-projectors and reconstruction in Python.
+
+Importing leap never imports torch, cupy or CUDA.
+"""
+from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
+from .operators import backproject, project
+
+__version__ = "0.1.0"

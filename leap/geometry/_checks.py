@@ -1,0 +1,60 @@
+"""Validation helpers shared by the geometry classes.
+
+Every geometry is validated once, at construction, so kernels can trust it. The
+messages name the parameter, what was expected and what came.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def positive_int(name: str, value) -> int:
+    """Return ``value`` as an int > 0, or raise ``ValueError``/``TypeError``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def finite_float(name: str, value) -> float:
+    """Return ``value`` as a finite float, or raise."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out}")
+    return out
+
+
+def positive_float(name: str, value) -> float:
+    """Return ``value`` as a finite float > 0, or raise."""
+    out = finite_float(name, value)
+    if out <= 0:
+        raise ValueError(f"{name} must be > 0, got {out}")
+    return out
+
+
+def readonly_array(name: str, value, shape: tuple) -> np.ndarray:
+    """Copy ``value`` into a read-only float64 array of the given shape.
+
+    ``shape`` may hold ``None`` for a free dimension. Non-finite entries raise.
+    """
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from None
+    if arr.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+        want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    arr.setflags(write=False)
+    return arr

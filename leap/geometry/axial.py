@@ -1,0 +1,54 @@
+"""The circular ("axial") family that the fast kernels see.
+
+Parallel, fan and cone beams (flat or curved detector, tau, helical) all rotate about
+the z axis with detector rows along z. Per view they reduce to a few in-plane vectors;
+``AxialViews`` is that reduced form, built by each geometry's ``axial_views()``.
+
+Geometry of one view (in-plane, mm): the column axis is the unit vector ``col_dir``;
+rays run along ``ray_dir = (-col_dir[1], col_dir[0])`` (from source to detector). For
+divergent beams the source sits at ``source_xy`` (at height ``source_z``) and a point
+p has ``depth = (p - source)·ray_dir`` and ``lateral = (p - source)·col_dir``; it
+projects to detector column coordinate ``sdd * lateral / depth`` (flat) or to the
+angle ``atan(lateral / depth)`` (curved), and z maps to the row coordinate
+``(z - source_z) * sdd / D`` with D = depth (flat) or the in-plane distance (curved).
+Parallel beams use ``lateral = p·col_dir`` and rows ``t = z``; fan beams keep rows
+``t = z`` (each slice is its own fan).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# Column models.
+PARALLEL, FLAT, CURVED = 0, 1, 2
+
+
+class AxialViews(NamedTuple):
+    """Per-view arrays (float64, C-contiguous) and scalars for the axial kernels.
+
+    col_dir : (num_angles, 2) in-plane unit column axis.
+    source_xy : (num_angles, 2) in-plane source position, mm (zeros for parallel).
+    source_z : (num_angles,) source height, mm (helical; zeros otherwise).
+    sdd : float, source-to-detector distance, mm (unused for parallel).
+    column_model : PARALLEL, FLAT or CURVED.
+    magnify_z : bool, whether z is magnified onto the rows (cone) or not (parallel, fan).
+    fov_radius : float, voxels with x² + y² > fov_radius² are skipped, mm.
+    """
+
+    col_dir: np.ndarray
+    source_xy: np.ndarray
+    source_z: np.ndarray
+    sdd: float
+    column_model: int
+    magnify_z: bool
+    fov_radius: float
+
+
+def column_axes(angles: np.ndarray) -> np.ndarray:
+    """In-plane column unit vectors θ⊥ = (cos ψ, sin ψ), shape (n, 2), for angles ψ in radians.
+
+    LEAP's convention: at ψ = 0 rays travel along +y and columns run along +x;
+    rotation is counter-clockwise seen from +z.
+    """
+    return np.ascontiguousarray(np.stack([np.cos(angles), np.sin(angles)], axis=1))

@@ -1,0 +1,64 @@
+"""What fan and cone beams share: a point source on a circle about the z axis."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import positive_float, finite_float, readonly_array
+from .axial import CURVED, FLAT, column_axes
+from .base import ScanGeometry
+from .detector import Detector
+
+
+class DivergentBeam(ScanGeometry):
+    """Mix-in: source at ``sod·θ − tau·θ⊥ (+ z_s ẑ)``, detector at distance ``sdd``.
+
+    With θ = (sin ψ, −cos ψ, 0) and θ⊥ = (cos ψ, sin ψ, 0) for the view angle ψ, the
+    source is at (0, −sod, 0) for ψ = 0, tau = 0, and rays travel towards +y.
+    """
+
+    _view_fields = ("angles",)
+
+    def _check_common(self):
+        if not isinstance(self.detector, Detector):
+            raise TypeError(f"detector must be a Detector, got {type(self.detector).__name__}")
+        object.__setattr__(self, "angles", readonly_array("angles", self.angles, (None,)))
+        if self.angles.size == 0:
+            raise ValueError("angles must hold at least one view")
+        object.__setattr__(self, "sod", positive_float("sod", self.sod))
+        object.__setattr__(self, "sdd", positive_float("sdd", self.sdd))
+        object.__setattr__(self, "tau", finite_float("tau", self.tau))
+        if self.sdd <= self.sod:
+            raise ValueError(f"sdd ({self.sdd} mm) must be larger than sod ({self.sod} mm): "
+                             "the detector must lie beyond the rotation axis")
+
+    @property
+    def column_model(self) -> int:
+        return CURVED if self.detector.curved else FLAT
+
+    def source_xy(self) -> np.ndarray:
+        """In-plane source positions, shape (num_angles, 2), mm."""
+        c = column_axes(self.angles)          # θ⊥
+        theta = np.stack([c[:, 1], -c[:, 0]], axis=1)
+        return np.ascontiguousarray(self.sod * theta - self.tau * c)
+
+    def edge_fan_angles(self) -> tuple[float, float]:
+        """Fan angles (radians) of the centres of the first and last columns."""
+        d = self.detector
+        lo, hi = -d.center_col, d.num_cols - 1 - d.center_col
+        if d.curved:
+            da = math.atan(d.pixel_width / self.sdd)
+            return lo * da, hi * da
+        return math.atan(lo * d.pixel_width / self.sdd), math.atan(hi * d.pixel_width / self.sdd)
+
+    def fov_radius(self) -> float:
+        """Radius of the circle seen in every view, mm (LEAP's rFOV).
+
+        ``sod·sin(min |α − atan(tau/sod)|)`` over the fan angles α of the centres of
+        the outermost columns (LEAP measures to column centres, not edges).
+        """
+        a0, a1 = self.edge_fan_angles()
+        shift = math.atan(self.tau / self.sod)
+        half = min(abs(a0 - shift), abs(a1 - shift))
+        return float(self.sod * math.sin(min(half, 0.5 * math.pi)))

@@ -1,0 +1,1 @@
+"""Numba CPU kernels (``njit(parallel=True)``) on NumPy float32 arrays."""

@@ -1,0 +1,168 @@
+"""Footprint geometry shared by every kernel, written once as plain functions.
+
+These functions use only scalar arithmetic and ``math``, so the same source compiles
+with ``numba.njit(inline="always")`` for the CPU kernels and with
+``numba.cuda.jit(device=True)`` for the GPU kernels: both back-ends compute the same
+model. All coordinates are float64, lengths in mm, detector coordinates in fractional
+pixel indices (pixel ``i`` covers ``[i - 0.5, i + 0.5]``).
+
+The model is LEAP's separable footprint ("distance-driven" in-plane, rectangle in z):
+
+* In-plane, a voxel is replaced by its mid-plane segment along whichever of the x or
+  y axes is more perpendicular to the ray through its centre; the segment's two end
+  points project to a column interval ``[c_lo, c_hi]``.
+* Along z the voxel's extent projects to a row interval; for the axial family the
+  interval of voxel ``k`` of a column is ``[A + k B, A + (k+1) B]``.
+* A pixel's weight is (column overlap) × (row overlap), both in pixel units, times
+  ``voxel_width · l``, where ``l`` is the ray length per unit step along the
+  dominant in-plane axis. For cone beams the out-of-plane stretch √(1 + v²) is
+  applied per detector row (axial kernels) or per voxel (modular kernel).
+"""
+from __future__ import annotations
+
+import math
+
+# Column models of the axial family (same values as leap.geometry.axial).
+PARALLEL, FLAT, CURVED = 0, 1, 2
+
+
+def overlap(a0, a1, b0, b1):
+    """Length of the intersection of the intervals [a0, a1] and [b0, b1] (0 if disjoint)."""
+    lo = a0 if a0 > b0 else b0
+    hi = a1 if a1 < b1 else b1
+    return hi - lo if hi > lo else 0.0
+
+
+def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
+                           pixel_width, center_col):
+    """In-plane footprint of the voxel column centred at (x, y) for one axial view.
+
+    Parameters
+    ----------
+    x, y : voxel-column centre, mm.
+    cx, cy : column unit vector θ⊥ of the view; rays run along (−cy, cx).
+    sx, sy : in-plane source position, mm (ignored for parallel beams).
+    sdd : source-to-detector distance, mm.
+    model : PARALLEL, FLAT or CURVED.
+
+    Returns
+    -------
+    c_lo, c_hi : column interval, fractional pixel indices.
+    weight : voxel_width × in-plane ray length factor l, mm.
+    dist : distance that magnifies z onto the detector (depth for flat, in-plane
+        source distance for curved, 0 for parallel), mm; ``dist <= 0`` means the
+        voxel is not in front of the source and must be skipped.
+    """
+    half = 0.5 * voxel_width
+    if model == PARALLEL:
+        lateral = x * cx + y * cy
+        ax = abs(cx)
+        ay = abs(cy)
+        m = ax if ax > ay else ay
+        hw = half * m
+        return ((lateral - hw) / pixel_width + center_col,
+                (lateral + hw) / pixel_width + center_col,
+                voxel_width / m, 1.0)
+    dx = x - sx
+    dy = y - sy
+    rx = -cy
+    ry = cx
+    depth = dx * rx + dy * ry
+    lateral = dx * cx + dy * cy
+    adx = abs(dx)
+    ady = abs(dy)
+    if depth <= 1e-9 * (adx + ady):
+        return 0.0, 0.0, 0.0, -1.0
+    if ady > adx:
+        # Ray mostly along y: the segment along x is the more perpendicular one.
+        dlat = half * cx
+        ddep = half * rx
+    else:
+        dlat = half * cy
+        ddep = half * ry
+    u0 = (lateral - dlat) / (depth - ddep)
+    u1 = (lateral + dlat) / (depth + ddep)
+    rho = math.sqrt(dx * dx + dy * dy)
+    if model == CURVED:
+        scale = 1.0 / math.atan(pixel_width / sdd)
+        c0 = math.atan(u0) * scale + center_col
+        c1 = math.atan(u1) * scale + center_col
+        dist = rho
+    else:
+        scale = sdd / pixel_width
+        c0 = u0 * scale + center_col
+        c1 = u1 * scale + center_col
+        dist = depth
+    big = adx if adx > ady else ady
+    if c0 > c1:
+        c0, c1 = c1, c0
+    return c0, c1, voxel_width * rho / big, dist
+
+
+def interp_cumulative(cum, n, q):
+    """Value at fractional index ``q`` of the piecewise-linear cumulative sum ``cum``.
+
+    ``cum`` has ``n + 1`` entries, ``cum[0] = 0``; the result is clamped to
+    ``cum[0]`` for ``q <= 0`` and to ``cum[n]`` for ``q >= n``.
+    """
+    if q <= 0.0:
+        return 0.0
+    if q >= n:
+        return cum[n]
+    k = int(q)
+    c0 = cum[k]
+    return c0 + (q - k) * (cum[k + 1] - c0)
+
+
+def modular_footprint(px, py, pz, sx, sy, sz, su, sv, n0, n1, n2, dn,
+                      e0, e1, e2, r0, r1, r2, half_w, half_h):
+    """Footprint of the voxel centred at p on one flat module.
+
+    Parameters
+    ----------
+    px, py, pz : voxel centre, mm.
+    sx, sy, sz : source position, mm.
+    su, sv : (source − module centre)·col and ·row, mm.
+    n0, n1, n2 : module normal col × row; dn = (module centre − source)·n.
+    e0, e1, e2 / r0, r1, r2 : unit column / row vectors.
+    half_w, half_h : half voxel width and height, mm.
+
+    Returns
+    -------
+    u_lo, u_hi, v_lo, v_hi : column and row intervals on the module, mm from its centre.
+    l : 3-D ray length per unit step along the dominant in-plane axis (0: skip).
+    """
+    dx = px - sx
+    dy = py - sy
+    dz = pz - sz
+    adx = abs(dx)
+    ady = abs(dy)
+    big = adx if adx > ady else ady
+    dd = dx * n0 + dy * n1 + dz * n2
+    if big <= 0.0 or dd * dn <= 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    # Column interval: end points of the in-plane segment.
+    if ady > adx:
+        ax = half_w
+        ay = 0.0
+    else:
+        ax = 0.0
+        ay = half_w
+    da = (dx - ax) * n0 + (dy - ay) * n1 + dz * n2
+    db = (dx + ax) * n0 + (dy + ay) * n1 + dz * n2
+    if da * dn <= 0.0 or db * dn <= 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    ua = su + dn / da * ((dx - ax) * e0 + (dy - ay) * e1 + dz * e2)
+    ub = su + dn / db * ((dx + ax) * e0 + (dy + ay) * e1 + dz * e2)
+    # Row interval: end points of the voxel's z extent.
+    dc = dd - half_h * n2
+    de = dd + half_h * n2
+    if dc * dn <= 0.0 or de * dn <= 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    va = sv + dn / dc * (dx * r0 + dy * r1 + (dz - half_h) * r2)
+    vb = sv + dn / de * (dx * r0 + dy * r1 + (dz + half_h) * r2)
+    if ua > ub:
+        ua, ub = ub, ua
+    if va > vb:
+        va, vb = vb, va
+    return ua, ub, va, vb, math.sqrt(dx * dx + dy * dy + dz * dz) / big
