@@ -56,6 +56,13 @@ def _check_out(name, out, shape, other):
     return out
 
 
+def _kernel_form(geometry):
+    """The geometry as the kernels take it: tilted cones go through their modular form."""
+    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
+        return geometry.to_modular()
+    return geometry
+
+
 def _row_factor(geometry) -> np.ndarray:
     """Cone beams: out-of-plane ray stretch √(1 + v²), v = t_j / sdd, per detector row."""
     d = geometry.detector
@@ -84,6 +91,7 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
     _check_geometry(geometry, volume)
     _check_array("f", f, volume.shape)
     g = _check_out("out", out, geometry.projection_shape, f)
+    geometry = _kernel_form(geometry)
     if isinstance(geometry, ModularBeam):
         d = geometry.detector
         _cpu_modular.project(f, g, geometry.source_positions, geometry.module_centers,
@@ -114,6 +122,7 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
     _check_geometry(geometry, volume)
     _check_array("g", g, geometry.projection_shape)
     f = _check_out("out", out, volume.shape, g)
+    geometry = _kernel_form(geometry)
     if isinstance(geometry, ModularBeam):
         d = geometry.detector
         _cpu_modular.backproject(g, f, geometry.source_positions, geometry.module_centers,

@@ -9,6 +9,7 @@ from ._checks import finite_float
 from .axial import AxialViews, column_axes
 from .detector import Detector
 from .divergent import DivergentBeam
+from .modular import ModularBeam
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -29,6 +30,9 @@ class ConeBeam(DivergentBeam):
         Source advance along z per radian of rotation, mm/rad. The source height is
         ``z_s = helical_pitch * (ψ - ψ_mid)``, ψ_mid the mean of the first and last
         angle, so the source is at z = 0 in the middle of the scan.
+    tilt : float
+        Rotation of a flat detector about the central ray, radians (|tilt| ≤ 5°).
+        Tilted geometries are projected through their modular form.
 
     A point p projects to ``u = (p·θ⊥ + tau) / (sod − p·θ)`` and
     ``v = (z − z_s) / (sod − p·θ)`` (flat detector coordinates s = sdd·u, t = sdd·v).
@@ -40,10 +44,19 @@ class ConeBeam(DivergentBeam):
     sdd: float
     tau: float = 0.0
     helical_pitch: float = 0.0
+    tilt: float = 0.0
+
+    #: Largest detector tilt accepted (LEAP's limit), radians.
+    MAX_TILT = np.deg2rad(5.0)
 
     def __post_init__(self):
         self._check_common()
         object.__setattr__(self, "helical_pitch", finite_float("helical_pitch", self.helical_pitch))
+        object.__setattr__(self, "tilt", finite_float("tilt", self.tilt))
+        if abs(self.tilt) > self.MAX_TILT + 1e-12:
+            raise ValueError(f"tilt must be at most 5 degrees in magnitude, got {np.rad2deg(self.tilt):.4g}")
+        if self.tilt != 0.0 and self.detector.curved:
+            raise ValueError("a tilted detector must be flat (tilt is defined for flat detectors only)")
 
     @property
     def is_helical(self) -> bool:
@@ -60,6 +73,35 @@ class ConeBeam(DivergentBeam):
         """Table advance per turn over the detector height at the isocentre."""
         d = self.detector
         return 2 * np.pi * self.helical_pitch / (d.num_rows * d.pixel_height * self.sod / self.sdd)
+
+    def to_modular(self) -> ModularBeam:
+        """The equivalent modular-beam geometry (flat detectors only).
+
+        Per view: source ``sod·θ − tau·θ⊥ + z_s ẑ``; column vector ``cos(t)·θ⊥ + sin(t)·ẑ``;
+        row vector ``−sin(t)·θ⊥ + cos(t)·ẑ`` (t the tilt); module centre
+        ``(sod − sdd)·θ − tau·θ⊥ + z_s ẑ`` shifted by the detector offsets
+        ``((N_cols−1)/2 − center_col)·pixel_width`` along the column vector and
+        ``((N_rows−1)/2 − center_row)·pixel_height`` along the row vector.
+        """
+        d = self.detector
+        if d.curved:
+            raise ValueError("a curved detector has no flat-module (modular-beam) equivalent")
+        perp = np.zeros((self.num_angles, 3))
+        perp[:, :2] = column_axes(self.angles)
+        theta = np.stack([perp[:, 1], -perp[:, 0], np.zeros(self.num_angles)], axis=1)
+        zhat = np.array([0.0, 0.0, 1.0])
+        c, s = np.cos(self.tilt), np.sin(self.tilt)
+        cols = c * perp + s * zhat
+        rows = -s * perp + c * zhat
+        zs = self.source_z()[:, None] * zhat
+        sources = self.sod * theta - self.tau * perp + zs
+        h_shift = (0.5 * (d.num_cols - 1) - d.center_col) * d.pixel_width
+        v_shift = (0.5 * (d.num_rows - 1) - d.center_row) * d.pixel_height
+        centers = ((self.sod - self.sdd) * theta - self.tau * perp + zs
+                   + h_shift * cols + v_shift * rows)
+        det = d.with_changes(center_row=None, center_col=None)
+        return ModularBeam(detector=det, source_positions=sources, module_centers=centers,
+                           row_vectors=rows, col_vectors=cols)
 
     def axial_views(self) -> AxialViews:
         return AxialViews(column_axes(self.angles), self.source_xy(), self.source_z(),

@@ -9,6 +9,8 @@ from ._checks import readonly_array
 from .axial import PARALLEL, AxialViews, column_axes
 from .base import ScanGeometry
 from .detector import Detector
+from .modular import ModularBeam
+from .volume import Volume
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -42,6 +44,36 @@ class ParallelBeam(ScanGeometry):
         """Radius of the field of view, mm: the nearer of the outermost column centres."""
         d = self.detector
         return float(min(abs(-d.center_col), abs(d.num_cols - 1 - d.center_col)) * d.pixel_width)
+
+    def to_modular(self, volume: Volume) -> ModularBeam:
+        """A modular-beam approximation with the source pushed far away.
+
+        Modular beams are divergent, so parallel rays are approximated as LEAP does:
+        the source distance grows by factors of 10 until the fan angle across the
+        volume is a small fraction of a voxel (``tan(α)·2·r_max / voxel_width < 0.25``).
+        ``volume`` sets ``r_max``, the largest distance of a voxel from the origin.
+        """
+        if not isinstance(volume, Volume):
+            raise TypeError(f"volume must be a Volume, got {type(volume).__name__}")
+        d = self.detector
+        z = volume.z_samples()
+        rmax = max(volume.max_radius(), abs(z[0]), abs(z[-1]))
+        odd = 4.0 * rmax
+        half = max(abs(-0.5 - d.center_col), abs(d.num_cols - 0.5 - d.center_col)) * d.pixel_width
+        sdd = 10.0 * odd
+        while (half / sdd) * 2.0 * rmax / volume.voxel_width >= 0.25 and sdd / odd < 1e20:
+            sdd *= 10.0
+        sod = sdd - odd
+        perp = np.zeros((self.num_angles, 3))
+        perp[:, :2] = column_axes(self.angles)
+        theta = np.stack([perp[:, 1], -perp[:, 0], np.zeros(self.num_angles)], axis=1)
+        zhat = np.broadcast_to([0.0, 0.0, 1.0], perp.shape)
+        h_shift = (0.5 * (d.num_cols - 1) - d.center_col) * d.pixel_width
+        v_shift = (0.5 * (d.num_rows - 1) - d.center_row) * d.pixel_height
+        centers = (sod - sdd) * theta + h_shift * perp + v_shift * zhat
+        det = d.with_changes(center_row=None, center_col=None)
+        return ModularBeam(detector=det, source_positions=sod * theta, module_centers=centers,
+                           row_vectors=zhat, col_vectors=perp)
 
     def axial_views(self) -> AxialViews:
         n = self.num_angles

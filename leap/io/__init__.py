@@ -1,0 +1,4 @@
+"""File input/output for LEAP-compatible data (parameter files)."""
+from .params import LeapParamWarning, read_param_file, write_param_file
+
+__all__ = ["read_param_file", "write_param_file", "LeapParamWarning"]

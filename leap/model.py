@@ -1,0 +1,867 @@
+"""``tomographicModels``: the LEAP-compatible facade.
+
+This class keeps LEAP's method names, argument order, units (degrees, mm) and the
+output-first calling convention (``project(g, f)`` fills ``g``). It holds no numerics:
+it records the parameters LEAP records, builds the core geometry objects from them
+(:mod:`leap.geometry`) and calls the core operators (:mod:`leap.operators`).
+
+Where LEAP prints ``Error:`` and returns ``False``, this class raises an exception that
+names what was expected.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import warnings
+
+import numpy as np
+
+from . import operators
+from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
+
+_GEOMETRIES = ("parallel", "fan", "cone", "modular")
+
+
+def _as_float(name, value):
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out}")
+    return out
+
+
+def _as_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or float(value) != int(value):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+class tomographicModels:
+    """A CT system: scan geometry, reconstruction volume and processing options.
+
+    Typical use (as in LEAP)::
+
+        leapct = tomographicModels()
+        leapct.set_conebeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                            centerRow, centerCol, leapct.setAngleArray(numAngles, 360.0),
+                            sod, sdd)
+        leapct.set_default_volume()
+        g = leapct.allocate_projections()     # (numAngles, numRows, numCols)
+        f = leapct.allocate_volume()          # (numZ, numY, numX)
+        leapct.set_FORBILD(f, True)
+        leapct.project(g, f)
+
+    Projections are float32 arrays ``(numAngles, numRows, numCols)`` and volumes float32
+    arrays ``(numZ, numY, numX)``; angles ``phis`` are in degrees; lengths in mm.
+    """
+
+    def __init__(self, param_id=None, lib_dir=""):
+        self.param_id = param_id
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self):
+        """Forget geometry, volume, phantom and options."""
+        self._geom = None          # dict of LEAP geometry parameters
+        self._vol = None           # dict of LEAP volume parameters
+        self._gpus = [-1]
+        self._phantom = None
+        self._fov_diameter = None
+        self._offset_scan = False
+        self._truncated_scan = False
+        self._ramp_filter = 2
+        self._fbp_lowpass = 1.0
+        return True
+
+    def about(self):
+        """Print the version of leap."""
+        from . import __version__
+        print(f"leap {__version__}: LEAP-compatible CT projectors in Python (Numba CPU back-end)")
+
+    def version(self):
+        from . import __version__
+        return __version__
+
+    def ct_geometry_defined(self):
+        return self._geom is not None
+
+    def ct_volume_defined(self):
+        return self._vol is not None
+
+    def all_defined(self):
+        return self.ct_geometry_defined() and self.ct_volume_defined()
+
+    def _need_geometry(self):
+        if self._geom is None:
+            raise RuntimeError("no CT geometry is set: call set_parallelbeam, set_fanbeam, "
+                               "set_conebeam, set_modularbeam or load_param first")
+        return self._geom
+
+    def _need_volume(self):
+        if self._vol is None:
+            raise RuntimeError("no CT volume is set: call set_volume or set_default_volume first")
+        return self._vol
+
+    # ---------------------------------------------------------------- angles
+    def setAngleArray(self, numAngles, angularRange):
+        """Equispaced angles in degrees: ``arange(numAngles) * angularRange / numAngles``."""
+        n = _as_int("numAngles", numAngles)
+        if n <= 0:
+            raise ValueError(f"numAngles must be positive, got {n}")
+        rng = _as_float("angularRange", angularRange)
+        return (np.arange(n, dtype=np.float32) * np.float32(rng / n)).astype(np.float32)
+
+    def _angles(self, numAngles, phis):
+        if phis is None:
+            raise ValueError("phis must be given (an array of angles in degrees or an angular range)")
+        if hasattr(phis, "detach"):  # a torch tensor
+            phis = phis.detach().cpu().numpy()
+        if np.ndim(phis) == 0:
+            return self.setAngleArray(numAngles, phis)
+        arr = np.asarray(phis, dtype=np.float64).ravel()
+        if arr.size != numAngles:
+            raise ValueError(f"phis has {arr.size} angles but numAngles is {numAngles}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("phis must contain only finite angles (found NaN or inf)")
+        return arr.astype(np.float32)
+
+    # -------------------------------------------------------------- geometry
+    def _detector_params(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                         centerRow, centerCol):
+        p = dict(numAngles=_as_int("numAngles", numAngles), numRows=_as_int("numRows", numRows),
+                 numCols=_as_int("numCols", numCols),
+                 pixelHeight=_as_float("pixelHeight", pixelHeight),
+                 pixelWidth=_as_float("pixelWidth", pixelWidth),
+                 centerRow=_as_float("centerRow", centerRow),
+                 centerCol=_as_float("centerCol", centerCol))
+        for k in ("numAngles", "numRows", "numCols"):
+            if p[k] <= 0:
+                raise ValueError(f"{k} must be positive, got {p[k]}")
+        for k in ("pixelHeight", "pixelWidth"):
+            if p[k] <= 0:
+                raise ValueError(f"{k} must be positive, got {p[k]}")
+        return p
+
+    def _set_geometry(self, params):
+        """Validate by building the core geometry; keep the old one on failure."""
+        old = self._geom
+        self._geom = params
+        try:
+            self.core_geometry()
+        except Exception:
+            self._geom = old
+            raise
+        return True
+
+    def set_parallelbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                         centerRow, centerCol, phis):
+        """Parallel-beam geometry.
+
+        phis : (numAngles,) angles in degrees, or a scalar angular range.
+        """
+        p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                  centerRow, centerCol)
+        p.update(geometry="parallel", phis=self._angles(p["numAngles"], phis),
+                 detectorType="flat")
+        return self._set_geometry(p)
+
+    set_parallelBeam = set_parallelbeam
+
+    def set_fanbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                    centerRow, centerCol, phis, sod, sdd, tau=0.0):
+        """Fan-beam geometry (each detector row a fan in its own z slice).
+
+        sod, sdd : source-to-object and source-to-detector distances, mm.
+        tau : rotation-axis offset, mm.
+        """
+        p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                  centerRow, centerCol)
+        p.update(geometry="fan", phis=self._angles(p["numAngles"], phis),
+                 sod=_as_float("sod", sod), sdd=_as_float("sdd", sdd), tau=_as_float("tau", tau),
+                 detectorType="flat")
+        return self._set_geometry(p)
+
+    set_fanBeam = set_fanbeam
+
+    def set_conebeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                     centerRow, centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0,
+                     tiltAngle=0.0):
+        """Cone-beam geometry (flat detector; see :meth:`set_curvedDetector`).
+
+        helicalPitch : source advance along z in mm per radian (0 = circular orbit).
+        tiltAngle : detector rotation about the central ray, degrees (|tilt| ≤ 5).
+        """
+        p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                  centerRow, centerCol)
+        p.update(geometry="cone", phis=self._angles(p["numAngles"], phis),
+                 sod=_as_float("sod", sod), sdd=_as_float("sdd", sdd), tau=_as_float("tau", tau),
+                 helicalPitch=_as_float("helicalPitch", helicalPitch),
+                 tiltAngle=_as_float("tiltAngle", tiltAngle), detectorType="flat")
+        return self._set_geometry(p)
+
+    set_coneBeam = set_conebeam
+
+    def set_modularbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                        sourcePositions, moduleCenters, rowVectors, colVectors):
+        """Modular-beam geometry: per view a source and a flat detector module.
+
+        sourcePositions, moduleCenters, rowVectors, colVectors : (numAngles, 3) arrays, mm.
+        Row and column vectors are normalised and must be orthogonal to within 0.01.
+        """
+        p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                  0.5 * (_as_int("numRows", numRows) - 1),
+                                  0.5 * (_as_int("numCols", numCols) - 1))
+        n = p["numAngles"]
+        for name, arr in (("sourcePositions", sourcePositions), ("moduleCenters", moduleCenters),
+                          ("rowVectors", rowVectors), ("colVectors", colVectors)):
+            a = np.asarray(arr, dtype=np.float64)
+            if a.shape != (n, 3):
+                raise ValueError(f"{name} must have shape ({n}, 3), got {a.shape}")
+            p[name] = a.astype(np.float32)
+        p.update(geometry="modular", detectorType="flat")
+        return self._set_geometry(p)
+
+    set_modularBeam = set_modularbeam
+
+    def set_curvedDetector(self):
+        """Make the cone-beam detector curved (cylinder about the source, equi-angular columns)."""
+        g = self._need_geometry()
+        if g["geometry"] != "cone":
+            raise ValueError("a curved detector is only defined for cone-beam geometries")
+        return self._set_geometry(dict(g, detectorType="curved", tiltAngle=0.0))
+
+    def set_flatDetector(self):
+        """Make the detector flat."""
+        g = self._need_geometry()
+        return self._set_geometry(dict(g, detectorType="flat"))
+
+    def get_detectorType(self):
+        return self._need_geometry()["detectorType"]
+
+    def _update(self, **changes):
+        return self._set_geometry(dict(self._need_geometry(), **changes))
+
+    def set_tau(self, tau):
+        g = self._need_geometry()
+        if g["geometry"] not in ("fan", "cone"):
+            raise ValueError("tau is defined for fan- and cone-beam geometries only")
+        return self._update(tau=_as_float("tau", tau))
+
+    def set_tiltAngle(self, tiltAngle):
+        g = self._need_geometry()
+        if g["geometry"] != "cone":
+            raise ValueError("tiltAngle is defined for cone-beam geometries only")
+        return self._update(tiltAngle=_as_float("tiltAngle", tiltAngle))
+
+    def set_helicalPitch(self, helicalPitch):
+        """Helical pitch in mm per radian (cone beam only)."""
+        g = self._need_geometry()
+        if g["geometry"] != "cone":
+            raise ValueError("a helical pitch is defined for cone-beam geometries only")
+        return self._update(helicalPitch=_as_float("helicalPitch", helicalPitch))
+
+    def set_normalizedHelicalPitch(self, normalizedHelicalPitch):
+        """Set the pitch from its normalised value ĥ = 2π·h / (numRows·pixelHeight·sod/sdd)."""
+        g = self._need_geometry()
+        if g["geometry"] != "cone":
+            raise ValueError("a helical pitch is defined for cone-beam geometries only")
+        nh = _as_float("normalizedHelicalPitch", normalizedHelicalPitch)
+        h = nh * g["numRows"] * g["pixelHeight"] * (g["sod"] / g["sdd"]) / (2.0 * np.pi)
+        return self._update(helicalPitch=h)
+
+    def get_normalizedHelicalPitch(self):
+        g = self._need_geometry()
+        if g["geometry"] != "cone":
+            return 0.0
+        return 2.0 * np.pi * g["helicalPitch"] / (g["numRows"] * g["pixelHeight"] * g["sod"] / g["sdd"])
+
+    def set_centerCol(self, centerCol):
+        return self._update(centerCol=_as_float("centerCol", centerCol))
+
+    def set_centerRow(self, centerRow):
+        return self._update(centerRow=_as_float("centerRow", centerRow))
+
+    def set_sod(self, sod):
+        return self._update(sod=_as_float("sod", sod))
+
+    def set_sdd(self, sdd):
+        return self._update(sdd=_as_float("sdd", sdd))
+
+    def set_phis(self, phis):
+        g = self._need_geometry()
+        return self._update(phis=self._angles(g["numAngles"], phis))
+
+    set_angles = set_phis
+
+    def core_geometry(self):
+        """The geometry as a core object (:mod:`leap.geometry`), angles in radians."""
+        g = self._need_geometry()
+        kind = g["geometry"]
+        if kind == "modular":
+            det = Detector(num_rows=g["numRows"], num_cols=g["numCols"],
+                           pixel_height=g["pixelHeight"], pixel_width=g["pixelWidth"])
+            return ModularBeam(detector=det, source_positions=g["sourcePositions"],
+                               module_centers=g["moduleCenters"], row_vectors=g["rowVectors"],
+                               col_vectors=g["colVectors"])
+        det = Detector(num_rows=g["numRows"], num_cols=g["numCols"],
+                       pixel_height=g["pixelHeight"], pixel_width=g["pixelWidth"],
+                       center_row=g["centerRow"], center_col=g["centerCol"],
+                       curved=g["detectorType"] == "curved")
+        angles = np.deg2rad(np.asarray(g["phis"], dtype=np.float64))
+        if kind == "parallel":
+            return ParallelBeam(detector=det, angles=angles)
+        if kind == "fan":
+            return FanBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"], tau=g["tau"])
+        return ConeBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"], tau=g["tau"],
+                        helical_pitch=g["helicalPitch"], tilt=np.deg2rad(g["tiltAngle"]))
+
+    def convert_to_modularbeam(self):
+        """Replace a parallel- or cone-beam geometry by its modular-beam equivalent."""
+        g = self._need_geometry()
+        if g["geometry"] == "modular":
+            return True
+        geo = self.core_geometry()
+        if isinstance(geo, FanBeam):
+            raise ValueError("fan beams have no modular-beam equivalent (their rows are not "
+                             "magnified along z); LEAP converts parallel and cone beams only")
+        if isinstance(geo, ParallelBeam):
+            mod = geo.to_modular(self.core_volume())
+        else:
+            mod = geo.to_modular()
+        return self.set_modularbeam(g["numAngles"], g["numRows"], g["numCols"], g["pixelHeight"],
+                                    g["pixelWidth"], mod.source_positions, mod.module_centers,
+                                    mod.row_vectors, mod.col_vectors)
+
+    convert_conebeam_to_modularbeam = convert_to_modularbeam
+    convert_parallelbeam_to_modularbeam = convert_to_modularbeam
+
+    # ---------------------------------------------------------------- volume
+    def set_volume(self, numX, numY, numZ, voxelWidth=None, voxelHeight=None,
+                   offsetX=0.0, offsetY=0.0, offsetZ=0.0):
+        """Reconstruction volume: voxel counts, sizes (mm) and centre offsets (mm).
+
+        ``voxelWidth=None`` uses the nominal size; ``voxelHeight=None`` uses voxelWidth.
+        """
+        if voxelWidth is None or voxelWidth == 0:
+            voxelWidth = self._nominal_voxel_size()[0]
+        if voxelHeight is None or voxelHeight == 0:
+            voxelHeight = voxelWidth
+        v = dict(numX=_as_int("numX", numX), numY=_as_int("numY", numY), numZ=_as_int("numZ", numZ),
+                 voxelWidth=_as_float("voxelWidth", voxelWidth),
+                 voxelHeight=_as_float("voxelHeight", voxelHeight),
+                 offsetX=_as_float("offsetX", offsetX), offsetY=_as_float("offsetY", offsetY),
+                 offsetZ=_as_float("offsetZ", offsetZ))
+        for k in ("numX", "numY", "numZ", "voxelWidth", "voxelHeight"):
+            if v[k] <= 0:
+                raise ValueError(f"{k} must be positive, got {v[k]}")
+        old = self._vol
+        self._vol = v
+        try:
+            if self._geom is not None:
+                self.core_volume()
+        except Exception:
+            self._vol = old
+            raise
+        return True
+
+    def _sod_sdd(self):
+        g = self._need_geometry()
+        if g["geometry"] == "modular":
+            geo = self.core_geometry()
+            normal = np.cross(geo.col_vectors, geo.row_vectors)
+            sod = np.abs(np.sum(geo.source_positions * normal, axis=1))
+            sdd = np.abs(np.sum((geo.source_positions - geo.module_centers) * normal, axis=1))
+            return float(np.mean(sod)), float(np.mean(sdd))
+        if g["geometry"] == "parallel":
+            return 1.0, 1.0
+        return g["sod"], g["sdd"]
+
+    def _nominal_voxel_size(self):
+        """LEAP's default voxel width and height at scale 1, mm."""
+        g = self._need_geometry()
+        sod, sdd = self._sod_sdd()
+        mag = sod / sdd
+        if g["geometry"] == "parallel":
+            return g["pixelWidth"], g["pixelHeight"]
+        if g["geometry"] == "fan":
+            return g["pixelWidth"] * mag, g["pixelHeight"]
+        return g["pixelWidth"] * mag, g["pixelHeight"] * mag
+
+    def set_default_volume(self, scale=1.0):
+        """A volume that fills the field of view with nominal voxels times ``scale``.
+
+        numX = numY = ceil(numCols/scale), voxelWidth = pixelWidth·sod/sdd·scale
+        (parallel: pixelWidth·scale). Cone and modular beams scale the z sampling too;
+        parallel and fan beams keep one slice per detector row. Helical scans cover
+        the source travel plus the detector height at the isocentre.
+        """
+        g = self._need_geometry()
+        scale = _as_float("scale", scale)
+        if scale <= 0:
+            raise ValueError(f"scale must be positive, got {scale}")
+        vw0, vh0 = self._nominal_voxel_size()
+        kind = g["geometry"]
+        numX = int(math.ceil(g["numCols"] / scale))
+        vw = vw0 * scale
+        offsetZ = 0.0
+        if kind == "modular" or (kind == "cone" and g["numRows"] > 1):
+            vh = vh0 * scale
+            numZ = int(math.ceil(g["numRows"] / scale))
+        else:
+            vh = vh0
+            numZ = g["numRows"]
+        if kind == "cone":
+            sod, sdd = g["sod"], g["sdd"]
+            helical = g["helicalPitch"] != 0.0
+            if helical:
+                H = sod / sdd * g["numRows"] * g["pixelHeight"]
+                min_slices = int(H / vh + 0.5)
+                rng = self.get_angularRange()
+                if abs(rng) <= 360.0:
+                    numZ = min_slices
+                else:
+                    travel = abs(g["helicalPitch"]) * (abs(rng) * np.pi / 180.0 - 2.0 * np.pi)
+                    numZ = max(min_slices, int(math.ceil((H + travel) / vh)))
+            if helical or scale != 1.0:
+                offsetZ = (0.5 * (g["numRows"] - 1) - g["centerRow"]) * sod / sdd * g["pixelHeight"]
+            else:
+                offsetZ = (0.5 * (numZ - 1) - g["centerRow"]) * vh
+        if self._offset_scan:
+            r = self.core_geometry().fov_radius() if kind != "modular" else numX * vw / 2
+            numX = 2 * int(math.ceil(r / vw))
+        numZ = max(numZ, 1)
+        return self.set_volume(numX, numX, numZ, vw, vh, 0.0, 0.0, offsetZ)
+
+    set_defaultVolume = set_default_volume
+
+    def core_volume(self):
+        """The volume as a core :class:`leap.geometry.Volume` (grid-centre offsets)."""
+        v = self._need_volume()
+        offset_z = v["offsetZ"]
+        if self._geom is not None and self._geom["geometry"] in ("parallel", "fan"):
+            # LEAP ties parallel/fan slices to detector rows: z_0 = offsetZ − centerRow·pixelHeight.
+            z0 = v["offsetZ"] - self._geom["centerRow"] * self._geom["pixelHeight"]
+            offset_z = z0 + 0.5 * (v["numZ"] - 1) * v["voxelHeight"]
+        return Volume(num_x=v["numX"], num_y=v["numY"], num_z=v["numZ"],
+                      voxel_width=v["voxelWidth"], voxel_height=v["voxelHeight"],
+                      offset_x=v["offsetX"], offset_y=v["offsetY"], offset_z=offset_z)
+
+    def set_numX(self, n): return self.set_volume(**dict(self._need_volume(), numX=n))
+    def set_numY(self, n): return self.set_volume(**dict(self._need_volume(), numY=n))
+    def set_numZ(self, n): return self.set_volume(**dict(self._need_volume(), numZ=n))
+    def set_offsetX(self, x): return self.set_volume(**dict(self._need_volume(), offsetX=x))
+    def set_offsetY(self, y): return self.set_volume(**dict(self._need_volume(), offsetY=y))
+    def set_offsetZ(self, z): return self.set_volume(**dict(self._need_volume(), offsetZ=z))
+    def set_voxelWidth(self, w): return self.set_volume(**dict(self._need_volume(), voxelWidth=w))
+    def set_voxelHeight(self, h): return self.set_volume(**dict(self._need_volume(), voxelHeight=h))
+
+    def x_samples(self, centerCoords=False):
+        """Voxel-centre x coordinates, (numX,) float32, mm."""
+        v = self.core_volume()
+        x = v.x_samples() - (v.offset_x if centerCoords else 0.0)
+        return x.astype(np.float32)
+
+    def y_samples(self, centerCoords=False):
+        """Voxel-centre y coordinates, (numY,) float32, mm."""
+        v = self.core_volume()
+        y = v.y_samples() - (v.offset_y if centerCoords else 0.0)
+        return y.astype(np.float32)
+
+    def z_samples(self, centerCoords=False):
+        """Voxel-centre z coordinates, (numZ,) float32, mm."""
+        v = self.core_volume()
+        z = v.z_samples() - (v.offset_z if centerCoords else 0.0)
+        return z.astype(np.float32)
+
+    def voxelSamples(self, centerCoords=False):
+        """Voxel-centre coordinates as three (numZ, numY, numX) arrays (x, y, z)."""
+        z, y, x = np.meshgrid(self.z_samples(centerCoords), self.y_samples(centerCoords),
+                              self.x_samples(centerCoords), indexing="ij")
+        return x, y, z
+
+    # ------------------------------------------------------------- getters
+    def get_geometry(self):
+        return None if self._geom is None else self._geom["geometry"].upper()
+
+    def get_numAngles(self): return self._need_geometry()["numAngles"]
+    def get_numRows(self): return self._need_geometry()["numRows"]
+    def get_numCols(self): return self._need_geometry()["numCols"]
+    def get_pixelHeight(self): return self._need_geometry()["pixelHeight"]
+    def get_pixelWidth(self): return self._need_geometry()["pixelWidth"]
+    def get_centerRow(self): return self._need_geometry()["centerRow"]
+    def get_centerCol(self): return self._need_geometry()["centerCol"]
+    def get_sod(self): return self._need_geometry().get("sod", 0.0)
+    def get_sdd(self): return self._need_geometry().get("sdd", 0.0)
+    def get_tau(self): return self._need_geometry().get("tau", 0.0)
+    def get_tiltAngle(self): return self._need_geometry().get("tiltAngle", 0.0)
+    def get_helicalPitch(self): return self._need_geometry().get("helicalPitch", 0.0)
+    def get_numX(self): return self._need_volume()["numX"]
+    def get_numY(self): return self._need_volume()["numY"]
+    def get_numZ(self): return self._need_volume()["numZ"]
+    def get_voxelWidth(self): return self._need_volume()["voxelWidth"]
+    def get_voxelHeight(self): return self._need_volume()["voxelHeight"]
+    def get_offsetX(self): return self._need_volume()["offsetX"]
+    def get_offsetY(self): return self._need_volume()["offsetY"]
+    def get_offsetZ(self): return self._need_volume()["offsetZ"]
+
+    def get_z0(self):
+        return float(self.core_volume().z0)
+
+    def get_angles(self):
+        """View angles in degrees, (numAngles,) float32."""
+        g = self._need_geometry()
+        if g["geometry"] == "modular":
+            geo = self.core_geometry()
+            d = geo.source_positions - geo.module_centers
+            phi = np.unwrap(np.arctan2(d[:, 1], d[:, 0]))
+            return np.rad2deg(phi + 0.5 * np.pi).astype(np.float32)
+        return np.array(g["phis"], dtype=np.float32)
+
+    get_phis = get_angles
+
+    def get_angularRange(self):
+        """Angular range in degrees, counting half a step at either end (as LEAP)."""
+        a = np.asarray(self.get_angles(), dtype=np.float64)
+        if a.size < 2:
+            return 0.0
+        return float(abs(a[-1] - a[0]) + 0.5 * abs(a[-1] - a[-2]) + 0.5 * abs(a[1] - a[0]))
+
+    def get_sourcePositions(self):
+        return self._modular_field("source_positions")
+
+    def get_moduleCenters(self):
+        return self._modular_field("module_centers")
+
+    def get_rowVectors(self):
+        return self._modular_field("row_vectors")
+
+    def get_colVectors(self):
+        return self._modular_field("col_vectors")
+
+    def _modular_field(self, name):
+        geo = self.core_geometry()
+        if not isinstance(geo, ModularBeam):
+            return None
+        return np.array(getattr(geo, name), dtype=np.float32)
+
+    # --------------------------------------------------------------- arrays
+    def get_projection_dim(self):
+        """Projection array shape ``(numAngles, numRows, numCols)``."""
+        g = self._need_geometry()
+        return (g["numAngles"], g["numRows"], g["numCols"])
+
+    def get_volume_dim(self):
+        """Volume array shape ``(numZ, numY, numX)``."""
+        v = self._need_volume()
+        return (v["numZ"], v["numY"], v["numX"])
+
+    def allocate_projections(self, val=0.0, astensor=False):
+        """A float32 projection array filled with ``val``."""
+        return self._allocate(self.get_projection_dim(), val, astensor)
+
+    def allocate_volume(self, val=0.0, astensor=False):
+        """A float32 volume array filled with ``val``."""
+        return self._allocate(self.get_volume_dim(), val, astensor)
+
+    allocateProjections = allocate_projections
+    allocateVolume = allocate_volume
+
+    def allocateData(self, x, val=0.0):
+        return np.full_like(x, val)
+
+    def copyData(self, x):
+        return x.copy()
+
+    @staticmethod
+    def _allocate(shape, val, astensor):
+        if astensor:
+            import torch
+            return torch.full(shape, float(val), dtype=torch.float32)
+        return np.full(shape, val, dtype=np.float32)
+
+    # ---------------------------------------------------------- operators
+    def project(self, g, f):
+        """Forward projection of ``f`` (numZ, numY, numX) into ``g`` (numAngles, numRows, numCols).
+
+        ``g`` is overwritten and returned (LEAP's output-first convention).
+        """
+        return operators.project(self.core_geometry(), self.core_volume(), f, out=g)
+
+    def backproject(self, g, f):
+        """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns ``f``."""
+        return operators.backproject(self.core_geometry(), self.core_volume(), g, out=f)
+
+    project_cpu = project
+    backproject_cpu = backproject
+
+    # -------------------------------------------------------------- devices
+    def number_of_gpus(self):
+        try:
+            from numba import cuda
+            return len(cuda.gpus) if cuda.is_available() else 0
+        except Exception:
+            return 0
+
+    def set_gpu(self, which):
+        """Choose the device: -1 for the CPU, or a GPU index."""
+        return self.set_gpus([which])
+
+    set_GPU = set_gpu
+
+    def set_gpus(self, listOfGPUs):
+        """Choose devices (a list of GPU indices, or [-1] for the CPU)."""
+        ids = [int(i) for i in np.atleast_1d(listOfGPUs)]
+        if not ids:
+            raise ValueError("set_gpus needs at least one device index (-1 = CPU)")
+        if ids != [-1]:
+            if any(i < 0 for i in ids):
+                raise ValueError(f"GPU indices must be >= 0 (or [-1] alone for the CPU), got {ids}")
+            n = self.number_of_gpus()
+            if n == 0:
+                warnings.warn("no CUDA GPU is available: leap runs on the CPU (set_gpu(-1))",
+                              RuntimeWarning, stacklevel=2)
+                ids = [-1]
+            elif max(ids) >= n:
+                raise ValueError(f"GPU index {max(ids)} does not exist: {n} GPU(s) found")
+        self._gpus = ids
+        return True
+
+    set_GPUs = set_gpus
+
+    def set_all_gpus(self):
+        n = self.number_of_gpus()
+        return self.set_gpus(list(range(n)) if n else [-1])
+
+    def get_gpu(self):
+        return self._gpus[0]
+
+    get_GPU = get_gpu
+
+    def get_gpus(self):
+        return list(self._gpus)
+
+    # ------------------------------------------------------------ printing
+    def print_parameters(self):
+        """Print the geometry and volume, in LEAP's layout."""
+        print(self._parameters_text())
+
+    printParameters = print_parameters
+    print_param = print_parameters
+
+    def _parameters_text(self):
+        lines = [""]
+        g = self._geom
+        if g is not None:
+            kind = g["geometry"]
+            title = {"parallel": "Parallel-Beam", "fan": "Fan-Beam", "cone": "Cone-Beam",
+                     "modular": "Modular-Beam"}[kind]
+            curved = " (curved detector)" if g["detectorType"] == "curved" else ""
+            lines.append(f"======== CT {title} Geometry{curved} ========")
+            lines.append(f"number of angles: {g['numAngles']}")
+            lines.append(f"number of detector elements (rows, cols): {g['numRows']} x {g['numCols']}")
+            if g["numAngles"] >= 2 and kind != "modular":
+                a = np.asarray(g["phis"], dtype=np.float64)
+                sign = "-" if a[-1] < a[0] else ""
+                lines.append(f"angular range: {sign}{self.get_angularRange():f} degrees")
+            lines.append(f"detector pixel size: {g['pixelHeight']:f} mm x {g['pixelWidth']:f} mm")
+            if kind != "modular":
+                lines.append(f"center detector pixel: {g['centerRow']:f}, {g['centerCol']:f}")
+            if kind in ("fan", "cone"):
+                lines.append(f"sod = {g['sod']:f} mm")
+                lines.append(f"sdd = {g['sdd']:f} mm")
+                if g["tau"] != 0.0:
+                    lines.append(f"tau = {g['tau']:f} mm")
+            if kind == "modular":
+                sod, sdd = self._sod_sdd()
+                lines.append(f"mean sod = {sod:f} mm")
+                lines.append(f"mean sdd = {sdd:f} mm")
+            if kind == "cone":
+                lines.append(f"tiltAngle = {g['tiltAngle']:f} degrees")
+                if g["helicalPitch"] != 0.0:
+                    lines.append(f"helicalPitch = {g['helicalPitch']:f} (mm/radian)")
+                    lines.append(f"normalized helicalPitch = {self.get_normalizedHelicalPitch():f}")
+            lines.append("")
+        if self._vol is not None:
+            v = self._vol
+            lines.append("======== CT Volume ========")
+            lines.append(f"number of voxels (x, y, z): {v['numX']} x {v['numY']} x {v['numZ']}")
+            lines.append(f"voxel size: {v['voxelWidth']:f} mm x {v['voxelWidth']:f} mm x "
+                         f"{v['voxelHeight']:f} mm")
+            if any(v[k] != 0.0 for k in ("offsetX", "offsetY", "offsetZ")):
+                lines.append(f"volume offset: {v['offsetX']:f} mm, {v['offsetY']:f} mm, "
+                             f"{v['offsetZ']:f} mm")
+            if g is not None:
+                cv = self.core_volume()
+                ext = []
+                for c0, n, d in ((cv.x0, cv.num_x, cv.voxel_width), (cv.y0, cv.num_y, cv.voxel_width),
+                                 (cv.z0, cv.num_z, cv.voxel_height)):
+                    ext.append(f"[{c0 - 0.5 * d:f}, {c0 + (n - 0.5) * d:f}]")
+                lines.append("FOV: " + " x ".join(ext))
+            lines.append("")
+        lines.append("======== Processing Settings ========")
+        if self._gpus == [-1]:
+            lines.append(f"{os.cpu_count()}-core CPU processing")
+        else:
+            lines.append(f"GPU processing on device(s) {self._gpus}")
+        lines.append("")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------ param files
+    def save_param(self, fileName):
+        """Write the geometry and volume to a LEAP parameter file."""
+        from .io import write_param_file
+        d = {}
+        if self._vol is not None:
+            d.update(self._vol)
+        g = self._need_geometry()
+        d.update({k: v for k, v in g.items() if k not in ("phis",)})
+        if g["geometry"] != "modular":
+            d["phis"] = np.asarray(g["phis"], dtype=np.float64)
+            d["angularRange"] = self.get_angularRange() * (1 if g["phis"][-1] >= g["phis"][0] else -1)
+            d.setdefault("tau", 0.0)
+            d.setdefault("tiltAngle", 0.0)
+            d.setdefault("helicalPitch", 0.0)
+            d.setdefault("sod", 0.0)
+            d.setdefault("sdd", 0.0)
+        else:
+            d["sod"], d["sdd"] = self._sod_sdd()
+        if self._offset_scan:
+            d["offsetScan"] = True
+        write_param_file(fileName, d)
+        return True
+
+    save_parameters = save_param
+
+    def load_param(self, fileName, param_type=0):
+        """Read a LEAP parameter file (geometry and, when present, volume)."""
+        from .io import read_param_file
+        if param_type not in (0, 1):
+            raise ValueError(f"param_type must be 0 (parameter file) or 1 (legacy), got {param_type}")
+        d = read_param_file(fileName)
+        kind = d["geometry"]
+        common = (d["numAngles"], d["numRows"], d["numCols"], d["pixelHeight"], d["pixelWidth"])
+        if kind == "modular":
+            self.set_modularbeam(*common, d["sourcePositions"], d["moduleCenters"],
+                                 d["rowVectors"], d["colVectors"])
+        else:
+            centers = (d["centerRow"], d["centerCol"], d["phis"])
+            if kind == "parallel":
+                self.set_parallelbeam(*common, *centers)
+            elif kind == "fan":
+                self.set_fanbeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0))
+            elif kind == "cone":
+                self.set_conebeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
+                                  d.get("helicalPitch", 0.0), d.get("tiltAngle", 0.0))
+                if d.get("detectorType", "flat") == "curved":
+                    self.set_curvedDetector()
+            else:
+                raise ValueError(f"{fileName}: geometry '{kind}' is not supported by leap "
+                                 "(supported: parallel, fan, cone, modular)")
+        self._offset_scan = bool(d.get("offsetScan", False))
+        if all(k in d for k in ("numX", "numY", "numZ", "voxelWidth", "voxelHeight")):
+            self.set_volume(d["numX"], d["numY"], d["numZ"], d["voxelWidth"], d["voxelHeight"],
+                            d.get("offsetX", 0.0), d.get("offsetY", 0.0), d.get("offsetZ", 0.0))
+        return True
+
+    load_parameters = load_param
+
+    # ---------------------------------------------------------------- phantoms
+    def _phantom_objects(self):
+        from .phantoms import Phantom
+        if self._phantom is None:
+            self._phantom = Phantom()
+        return self._phantom
+
+    def _voxelize(self, phantom, f, oversampling):
+        v = self.core_volume()
+        return phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
+                                v.voxel_height, oversampling=oversampling, out=f)
+
+    def addObject(self, f, typeOfObject, c, r, val, A=None, clip=None, oversampling=1):
+        """Add a solid to the volume ``f`` (voxelised), or, with ``f=None``, to the
+        analytic phantom used by :meth:`rayTrace`.
+
+        typeOfObject : ELLIPSOID=0, PARALLELEPIPED=1, CYLINDER_X=2, CYLINDER_Y=3,
+            CYLINDER_Z=4, CONE_X=5, CONE_Y=6, CONE_Z=7.
+        c, r : centre and radii (x, y, z), mm (a scalar means the same on all axes).
+        val : value inside the object (attenuation per mm); it replaces what is there.
+        A : (3, 3) rotation about the centre; clip : (3,) clipping planes, mm.
+        """
+        from .phantoms import Phantom, PhantomObject
+        c = [c, c, c] if np.ndim(c) == 0 else c
+        r = [r, r, r] if np.ndim(r) == 0 else r
+        kw = dict(kind=int(typeOfObject), centre=c, radii=r, value=float(val))
+        if A is not None:
+            kw["rotation"] = A
+        if clip is not None:
+            kw["clip"] = clip
+        obj = PhantomObject(**kw)
+        if f is None:
+            self._phantom_objects().add(obj)
+            return True
+        self._voxelize(Phantom([obj]), f, oversampling)
+        return True
+
+    def clearPhantom(self):
+        """Forget the analytic phantom built by addObject(None, ...) / set_FORBILD(None)."""
+        self._phantom = None
+        return True
+
+    def set_FORBILD(self, f=None, includeEar=True, oversampling=1):
+        """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom."""
+        from .phantoms import forbild_head
+        ph = forbild_head(include_ear=includeEar)
+        if f is None:
+            for obj in ph:
+                self._phantom_objects().add(obj)
+            return True
+        self._voxelize(ph, f, oversampling)
+        return f
+
+    def set_SheppLogan(self, f=None, radius=None, oversampling=1):
+        """The 3-D (modified) Shepp–Logan phantom, outer semi-axis ``radius`` mm.
+
+        By default the phantom fills 90 % of the volume's smaller in-plane half-width.
+        Voxelised into ``f``, or (f=None) added to the analytic phantom.
+        """
+        from .phantoms import shepp_logan_3d
+        if radius is None:
+            v = self.core_volume()
+            radius = 0.45 * min(v.num_x, v.num_y) * v.voxel_width
+        ph = shepp_logan_3d(radius_mm=float(radius))
+        if f is None:
+            for obj in ph:
+                self._phantom_objects().add(obj)
+            return True
+        self._voxelize(ph, f, oversampling)
+        return f
+
+    def scalePhantom(self, c):
+        """Scale the size of the analytic phantom by ``c``."""
+        if self._phantom is not None:
+            self._phantom = self._phantom.scale(c)
+        return True
+
+    def rayTrace(self, g=None, oversampling=1):
+        """Analytic line integrals of the phantom built with addObject(None, ...).
+
+        Each pixel value is the mean over ``oversampling²`` rays through equal sub-pixels.
+        Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
+        """
+        from .geometry.rays import pixel_rays
+        if self._phantom is None or len(self._phantom) == 0:
+            raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
+                               "or set_FORBILD(None) first")
+        shape = self.get_projection_dim()
+        if g is None:
+            g = np.empty(shape, dtype=np.float32)
+        operators._check_array("g", g, shape)
+        geo = self.core_geometry()
+        for a in range(geo.num_angles):   # one view at a time keeps memory small
+            org, dirs = pixel_rays(geo[a], oversampling)
+            vals = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
+            g[a] = vals.reshape(org.shape[1:4]).mean(axis=-1)
+        return g
