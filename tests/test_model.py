@@ -1,0 +1,169 @@
+"""The LEAP facade: state, conventions and helpers."""
+import math
+
+import numpy as np
+import pytest
+
+from conftest import REFERENCE_DIR, rel_l2
+from leapctype import tomographicModels
+
+
+def test_star_import_gives_what_leap_scripts_use():
+    ns = {}
+    exec("from leapctype import *", ns)
+    assert ns["tomographicModels"] is tomographicModels
+    assert ns["np"] is np
+    for name in ("os", "sys"):
+        assert name in ns
+
+
+def test_set_angle_array_excludes_endpoint():
+    leapct = tomographicModels()
+    a = leapct.setAngleArray(8, 360.0)
+    assert a.dtype == np.float32
+    np.testing.assert_allclose(a, np.arange(8) * 45.0)
+
+
+def test_scalar_phis_means_angular_range():
+    leapct = tomographicModels()
+    leapct.set_parallelbeam(4, 1, 8, 1.0, 1.0, 0.0, 3.5, 180.0)
+    np.testing.assert_allclose(leapct.get_angles(), [0, 45, 90, 135])
+    assert leapct.get_angularRange() == pytest.approx(180.0)
+
+
+def test_default_volume_cone():
+    leapct = tomographicModels()
+    leapct.set_conebeam(10, 40, 80, 1.0, 1.0, 19.5, 39.5, leapct.setAngleArray(10, 360.0), 300.0, 600.0)
+    leapct.set_default_volume()
+    assert leapct.get_volume_dim() == (40, 80, 80)
+    assert leapct.get_voxelWidth() == pytest.approx(0.5)
+    assert leapct.get_voxelHeight() == pytest.approx(0.5)
+    z = leapct.z_samples()
+    np.testing.assert_allclose(z, (np.arange(40) - 19.5) * 0.5, atol=1e-6)
+    leapct.set_default_volume(2.0)
+    assert leapct.get_volume_dim() == (20, 40, 40)
+    assert leapct.get_voxelWidth() == pytest.approx(1.0)
+
+
+def test_default_volume_cone_off_centre_rows():
+    leapct = tomographicModels()
+    leapct.set_conebeam(10, 40, 80, 1.0, 1.0, 15.0, 39.5, leapct.setAngleArray(10, 360.0), 300.0, 600.0)
+    leapct.set_default_volume()
+    # z_k = (k − centerRow)·voxelHeight at scale 1.
+    np.testing.assert_allclose(leapct.z_samples(), (np.arange(40) - 15.0) * 0.5, atol=1e-6)
+
+
+def test_default_volume_parallel_and_fan_tie_slices_to_rows():
+    leapct = tomographicModels()
+    leapct.set_parallelbeam(10, 5, 64, 0.8, 0.5, 1.0, 31.5, leapct.setAngleArray(10, 180.0))
+    leapct.set_default_volume()
+    assert leapct.get_volume_dim() == (5, 64, 64)
+    assert leapct.get_voxelWidth() == pytest.approx(0.5)
+    np.testing.assert_allclose(leapct.z_samples(), (np.arange(5) - 1.0) * 0.8, atol=1e-6)
+    leapct.set_fanbeam(10, 3, 64, 1.0, 1.0, 1.0, 31.5, leapct.setAngleArray(10, 360.0), 500.0, 1000.0)
+    leapct.set_default_volume(2.0)
+    assert leapct.get_volume_dim() == (3, 32, 32)
+    assert leapct.get_voxelWidth() == pytest.approx(1.0)
+    assert leapct.get_voxelHeight() == pytest.approx(1.0)
+
+
+def test_helical_pitch_and_default_volume():
+    leapct = tomographicModels()
+    n = 720
+    leapct.set_conebeam(n, 16, 64, 1.0, 1.0, 7.5, 31.5, leapct.setAngleArray(n, 720.0), 500.0, 1000.0)
+    leapct.set_normalizedHelicalPitch(0.5)
+    h = 0.5 * 16 * 1.0 * 0.5 / (2 * np.pi)
+    assert leapct.get_helicalPitch() == pytest.approx(h)
+    assert leapct.get_normalizedHelicalPitch() == pytest.approx(0.5)
+    leapct.set_default_volume()
+    H = 0.5 * 16
+    travel = h * (720.0 * np.pi / 180 - 2 * np.pi)
+    assert leapct.get_numZ() == max(int(H / 0.5 + 0.5), math.ceil((H + travel) / 0.5))
+    # The source is at z = 0 in the middle of the scan.
+    zs = leapct.core_geometry().source_z()
+    assert zs[0] == pytest.approx(-zs[-1])
+
+
+def test_convert_to_modularbeam_matches_leap_example():
+    leapct = tomographicModels()
+    leapct.set_conebeam(2, 4, 6, 1.0, 1.0, 1.5, 2.5, np.array([0.0, 90.0]), 300.0, 600.0, tau=2.0)
+    leapct.convert_to_modularbeam()
+    assert leapct.get_geometry() == "MODULAR"
+    np.testing.assert_allclose(leapct.get_sourcePositions(), [[-2, -300, 0], [300, -2, 0]], atol=1e-4)
+    np.testing.assert_allclose(leapct.get_moduleCenters(), [[-2, 300, 0], [-300, -2, 0]], atol=1e-4)
+    np.testing.assert_allclose(leapct.get_rowVectors(), [[0, 0, 1], [0, 0, 1]], atol=1e-6)
+    np.testing.assert_allclose(leapct.get_colVectors(), [[1, 0, 0], [0, 1, 0]], atol=1e-6)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    leapct = tomographicModels()
+    phis = np.array([3.0, 10.0, 47.5, 200.0], np.float32)
+    leapct.set_conebeam(4, 6, 9, 0.7, 0.9, 2.2, 4.1, phis, 210.0, 480.0, tau=1.5, helicalPitch=0.3)
+    leapct.set_curvedDetector()
+    leapct.set_volume(7, 8, 5, 0.4, 0.6, 0.5, -0.25, 1.0)
+    path = tmp_path / "geom.param"
+    leapct.save_param(str(path))
+    other = tomographicModels()
+    other.load_param(str(path))
+    assert other.core_geometry() == leapct.core_geometry()
+    assert other.core_volume() == leapct.core_volume()
+
+
+@pytest.mark.parametrize("case", ["parallel2d", "fan2d", "cone", "cone_curved"])
+def test_reference_param_files_round_trip(case, tmp_path):
+    a = tomographicModels()
+    a.load_param(str(REFERENCE_DIR / f"{case}.param"))
+    a.save_param(str(tmp_path / "x.param"))
+    assert (tmp_path / "x.param").read_text() == (REFERENCE_DIR / f"{case}.param").read_text()
+
+
+def test_samples_and_print(capsys):
+    leapct = tomographicModels()
+    leapct.set_conebeam(4, 8, 10, 1.0, 1.0, 3.5, 4.5, leapct.setAngleArray(4, 360.0), 100.0, 200.0)
+    leapct.set_volume(4, 6, 2, 0.5, 0.25, offsetX=1.0)
+    np.testing.assert_allclose(leapct.x_samples(), 1.0 + (np.arange(4) - 1.5) * 0.5)
+    np.testing.assert_allclose(leapct.x_samples(centerCoords=True), (np.arange(4) - 1.5) * 0.5)
+    np.testing.assert_allclose(leapct.y_samples(), (np.arange(6) - 2.5) * 0.5)
+    leapct.print_parameters()
+    out = capsys.readouterr().out
+    assert "CT Cone-Beam Geometry" in out and "sod = 100.000000 mm" in out
+    assert "number of voxels (x, y, z): 4 x 6 x 2" in out
+
+
+def test_gpu_selection_falls_back_to_cpu_with_a_warning():
+    leapct = tomographicModels()
+    assert leapct.get_gpu() == -1
+    leapct.set_gpu(-1)
+    if leapct.number_of_gpus() == 0:
+        with pytest.warns(RuntimeWarning, match="CPU"):
+            leapct.set_gpu(0)
+        assert leapct.get_gpus() == [-1]
+    with pytest.raises(ValueError):
+        leapct.set_gpus([-2])
+
+
+def test_phantom_voxelised_and_ray_traced_agree():
+    leapct = tomographicModels()
+    leapct.set_conebeam(8, 32, 48, 1.0, 1.0, 15.5, 23.5, leapct.setAngleArray(8, 360.0), 300.0, 600.0)
+    leapct.set_default_volume()
+    f = leapct.allocate_volume()
+    leapct.addObject(f, 0, [1.0, -2.0, 0.0], [6.0, 4.0, 5.0], 0.02, oversampling=3)
+    leapct.addObject(None, 0, [1.0, -2.0, 0.0], [6.0, 4.0, 5.0], 0.02)
+    g_sim = leapct.rayTrace(oversampling=3)
+    g = leapct.project(leapct.allocate_projections(), f)
+    assert rel_l2(g, g_sim) < 0.03
+    leapct.clearPhantom()
+    with pytest.raises(RuntimeError, match="phantom"):
+        leapct.rayTrace()
+
+
+def test_forbild_and_shepp_logan_fill_the_volume():
+    leapct = tomographicModels()
+    leapct.set_conebeam(4, 64, 64, 1.0, 1.0, 31.5, 31.5, leapct.setAngleArray(4, 360.0), 1100.0, 1400.0)
+    leapct.set_default_volume()
+    f = leapct.allocate_volume()
+    leapct.set_FORBILD(f, True)
+    assert 0.0 < f.mean() and f.max() <= 0.1
+    f[:] = 0
+    leapct.set_SheppLogan(f)
+    assert f.max() > 0 and np.count_nonzero(f) > 0.1 * f.size
