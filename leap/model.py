@@ -846,22 +846,34 @@ class tomographicModels:
         return True
 
     def rayTrace(self, g=None, oversampling=1):
-        """Analytic line integrals of the phantom built with addObject(None, ...).
+        """Analytic simulation of the phantom built with addObject(None, ...).
 
-        Each pixel value is the mean over ``oversampling²`` rays through equal sub-pixels.
+        As LEAP: each pixel is sampled by ``n²`` rays through equal sub-pixels (``n`` the
+        oversampling made odd, at most 11) and the value is ``−log(mean(exp(−L)))`` of
+        their line integrals L (the transmission is averaged, as a detector would).
         Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
         """
         from .geometry.rays import pixel_rays
         if self._phantom is None or len(self._phantom) == 0:
             raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
                                "or set_FORBILD(None) first")
+        n = _as_int("oversampling", oversampling)
+        if n < 1:
+            raise ValueError(f"oversampling must be >= 1, got {n}")
+        n = min(11, n if n % 2 == 1 else n + 1)
         shape = self.get_projection_dim()
         if g is None:
             g = np.empty(shape, dtype=np.float32)
         operators._check_array("g", g, shape)
         geo = self.core_geometry()
         for a in range(geo.num_angles):   # one view at a time keeps memory small
-            org, dirs = pixel_rays(geo[a], oversampling)
-            vals = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
-            g[a] = vals.reshape(org.shape[1:4]).mean(axis=-1)
+            org, dirs = pixel_rays(geo[a], n)
+            L = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
+            L = L.reshape(org.shape[1:4])
+            if n == 1:
+                g[a] = L[..., 0]
+            else:
+                # −log of the mean transmission, computed stably about the smallest L.
+                m = L.min(axis=-1, keepdims=True)
+                g[a] = (m[..., 0] - np.log(np.mean(np.exp(-(L - m)), axis=-1)))
         return g
