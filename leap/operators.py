@@ -63,6 +63,13 @@ def _kernel_form(geometry):
     return geometry
 
 
+def _fov_r2(views, fov_radius) -> float:
+    r = views.fov_radius if fov_radius is None else float(fov_radius)
+    if not r > 0:
+        raise ValueError(f"fov_radius must be positive, got {fov_radius}")
+    return r * r
+
+
 def _row_factor(geometry) -> np.ndarray:
     """Cone beams: out-of-plane ray stretch √(1 + v²), v = t_j / sdd, per detector row."""
     d = geometry.detector
@@ -72,7 +79,8 @@ def _row_factor(geometry) -> np.ndarray:
     return np.ones(d.num_rows)
 
 
-def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray | None = None):
+def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray | None = None,
+            *, fov_radius: float | None = None):
     """Forward projection ``P f``.
 
     Parameters
@@ -83,6 +91,10 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
         Attenuation per mm.
     out : (num_angles, num_rows, num_cols) float32, optional
         Written into and returned.
+    fov_radius : float, optional
+        Radius (mm) of the circular field of view; voxels farther from the z axis are
+        ignored. Default: the geometry's own (``geometry.fov_radius()``). Modular
+        beams have none.
 
     Returns
     -------
@@ -103,21 +115,28 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
     d = geometry.detector
     S = _cpu_axial.volume_z_cumsum(f)
     _cpu_axial.project(S, g, v.col_dir, v.source_xy, v.source_z, v.sdd, v.column_model,
-                       v.magnify_z, v.fov_radius ** 2, volume.x0, volume.y0, volume.z0,
+                       v.magnify_z, _fov_r2(v, fov_radius), volume.x0, volume.y0, volume.z0,
                        volume.voxel_width, volume.voxel_height, d.pixel_width,
                        d.pixel_height, d.center_col, d.center_row, _row_factor(geometry))
     return g
 
 
-def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarray | None = None):
+def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarray | None = None,
+                *, fov_radius: float | None = None, fan_distance_weight: bool = False,
+                slice_weights: np.ndarray | None = None):
     """Back-projection ``Pᵀ g``, the exact transpose of :func:`project`.
 
     Parameters
     ----------
-    geometry, volume : as for :func:`project`.
+    geometry, volume, fov_radius : as for :func:`project`.
     g : (num_angles, num_rows, num_cols) float32, C-contiguous
     out : (num_z, num_y, num_x) float32, optional
         Written into and returned.
+    fan_distance_weight : bool
+        Fan beams only: weight each view by sod/(sod − x·θ), the distance weight of
+        fan-beam FBP (then no longer the transpose of :func:`project`).
+    slice_weights : (num_angles, num_z) array, optional
+        Cone beams only: weight voxel slice k's contribution from view a (helical FBP).
     """
     _check_geometry(geometry, volume)
     _check_array("g", g, geometry.projection_shape)
@@ -130,11 +149,23 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
                                  volume.x0, volume.y0, volume.z0, volume.voxel_width,
                                  volume.voxel_height, d.pixel_width, d.pixel_height)
         return f
+    if fan_distance_weight and not isinstance(geometry, FanBeam):
+        raise ValueError("fan_distance_weight applies to fan beams only")
+    if slice_weights is None:
+        sw = np.zeros((0, 0))
+    else:
+        if not isinstance(geometry, ConeBeam):
+            raise ValueError("slice_weights apply to cone beams only")
+        sw = np.ascontiguousarray(slice_weights, dtype=np.float64)
+        if sw.shape != (geometry.num_angles, volume.num_z):
+            raise ValueError(f"slice_weights must have shape {(geometry.num_angles, volume.num_z)}, "
+                             f"got {sw.shape}")
     v = geometry.axial_views()
     d = geometry.detector
     G = _cpu_axial.projection_row_cumsum(g, _row_factor(geometry))
     _cpu_axial.backproject(G, f, v.col_dir, v.source_xy, v.source_z, v.sdd, v.column_model,
-                           v.magnify_z, v.fov_radius ** 2, volume.x0, volume.y0, volume.z0,
+                           v.magnify_z, _fov_r2(v, fov_radius), volume.x0, volume.y0, volume.z0,
                            volume.voxel_width, volume.voxel_height, d.pixel_width,
-                           d.pixel_height, d.center_col, d.center_row)
+                           d.pixel_height, d.center_col, d.center_row,
+                           geometry.sod if fan_distance_weight else 0.0, sw)
     return f

@@ -99,6 +99,30 @@ def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
     return c0, c1, voxel_width * rho / big, dist
 
 
+def parallel_view_constants(cx, cy, voxel_width, pixel_width):
+    """Per-view constants of the parallel-beam column footprint (see ``axial_column_footprint``).
+
+    Returns ``cxp, cyp`` (column axis in pixels per mm), ``half_p`` (half the footprint
+    width, pixels) and ``weight`` (voxel_width × ray length factor, mm). With these,
+    :func:`parallel_column_footprint` is a multiply-add per voxel instead of two divisions.
+    """
+    ax = abs(cx)
+    ay = abs(cy)
+    m = ax if ax > ay else ay
+    inv_pw = 1.0 / pixel_width
+    return cx * inv_pw, cy * inv_pw, 0.5 * voxel_width * m * inv_pw, voxel_width / m
+
+
+def parallel_column_footprint(x, y, cxp, cyp, half_p, center_col):
+    """Column interval ``[c_lo, c_hi]`` of the voxel column at (x, y), parallel beams.
+
+    Same model as ``axial_column_footprint(..., model=PARALLEL)`` (equal up to float
+    rounding); ``cxp, cyp, half_p`` come from :func:`parallel_view_constants`.
+    """
+    c = x * cxp + y * cyp + center_col
+    return c - half_p, c + half_p
+
+
 def interp_cumulative(cum, n, q):
     """Value at fractional index ``q`` of the piecewise-linear cumulative sum ``cum``.
 
