@@ -52,13 +52,15 @@ class DivergentBeam(ScanGeometry):
             return lo * da, hi * da
         return math.atan(lo * d.pixel_width / self.sdd), math.atan(hi * d.pixel_width / self.sdd)
 
-    def fov_radius(self) -> float:
+    def fov_radius(self, offset_scan: bool = False) -> float:
         """Radius of the circle seen in every view, mm (LEAP's rFOV).
 
         ``sod·sin(min |α − atan(tau/sod)|)`` over the fan angles α of the centres of
-        the outermost columns (LEAP measures to column centres, not edges).
+        the outermost columns (LEAP measures to column centres, not edges). For an
+        offset-detector scan the larger side counts (``max`` instead of ``min``).
         """
         a0, a1 = self.edge_fan_angles()
         shift = math.atan(self.tau / self.sod)
-        half = min(abs(a0 - shift), abs(a1 - shift))
+        pick = max if offset_scan else min
+        half = pick(abs(a0 - shift), abs(a1 - shift))
         return float(self.sod * math.sin(min(half, 0.5 * math.pi)))

@@ -80,7 +80,7 @@ class ModularBeam(ScanGeometry):
         for name, a in arrays.items():
             object.__setattr__(self, name, a)
 
-    def fov_radius(self) -> float:
+    def fov_radius(self, offset_scan: bool = False) -> float:
         """Modular beams have no circular field of view: nothing is masked."""
         return float("inf")
 

@@ -40,10 +40,12 @@ class ParallelBeam(ScanGeometry):
         if self.angles.size == 0:
             raise ValueError("angles must hold at least one view")
 
-    def fov_radius(self) -> float:
-        """Radius of the field of view, mm: the nearer of the outermost column centres."""
+    def fov_radius(self, offset_scan: bool = False) -> float:
+        """Radius of the field of view, mm: the nearer of the outermost column centres
+        (the farther one for an offset-detector scan)."""
         d = self.detector
-        return float(min(abs(-d.center_col), abs(d.num_cols - 1 - d.center_col)) * d.pixel_width)
+        pick = max if offset_scan else min
+        return float(pick(abs(-d.center_col), abs(d.num_cols - 1 - d.center_col)) * d.pixel_width)
 
     def to_modular(self, volume: Volume) -> ModularBeam:
         """A modular-beam approximation with the source pushed far away.

@@ -1,0 +1,140 @@
+"""Filtered back-projection (FBP / FDK) for every geometry, in attenuation units.
+
+Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`):
+
+1. pre-weights: cosine weights (fan/cone, flat/curved, with τ) × view weights
+   (Parker for short scans, ½ redundancy for ≥ 360°, non-equispaced steps) —
+   offset-detector scans are zero-padded to a symmetric detector with half-fan weights;
+2. ramp filter along detector rows (linear convolution, FFT), scaled by
+   :func:`leap.weights.fbp_scale`;
+3. post-weights (the inverse cone weight);
+4. back-projection with the matched back-projector (fan beams: extra distance weight
+   sod/(sod − x·θ)); helical cone scans weight each voxel's views with a window
+   centred where the source passes the voxel (see :func:`helical_slice_weights`).
+
+A uniform object of value μ (1/mm) reconstructs to μ.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import operators
+from .filters import filter_rows, ramp_response
+from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from .weights import (angular_step, cosine_weights, fbp_scale, mean_distances, modular_angles,
+                      offset_scan_padding, parker_weights, view_weights)
+
+
+def _sample_spacing(geometry) -> float:
+    d = geometry.detector
+    if isinstance(geometry, ParallelBeam):
+        return d.pixel_width
+    if isinstance(geometry, ModularBeam):
+        sod, sdd = mean_distances(geometry)
+        return d.pixel_width * sod / sdd
+    return d.pixel_width * geometry.sod / geometry.sdd
+
+
+def helical_slice_weights(geometry: ConeBeam, volume: Volume) -> np.ndarray:
+    """Per-(view, slice) weights of helical FBP, shape (num_angles, num_z).
+
+    For a slice at height z the source passes it at ψ_c(z) = ψ_mid + z/h. Views are
+    weighted by w(ψ − ψ_c(z)): 1 within π/2 − δ of ψ_c, a cos² taper to 0 at π/2 + δ.
+    Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
+    weight 1, as the ½ weights do for a circular full scan. δ is as wide as the
+    detector allows (π/2 at most): voxels near the axis stay on the detector for
+    |Δ| ≤ π/p̂, p̂ the normalised pitch. Slices near the ends of the helix, where part
+    of the window was not scanned, are renormalised so their weights still integrate
+    to π over the angles.
+    """
+    h = geometry.helical_pitch
+    pitch = abs(geometry.normalized_helical_pitch())
+    reach = math.pi / pitch                      # |Δ| up to which the axis stays on the detector
+    delta = min(0.5 * math.pi, 0.85 * reach - 0.5 * math.pi)
+    if delta <= 0.05:
+        raise ValueError(f"helical FBP needs a normalised pitch below about 1.6, got {pitch:.3g}: "
+                         "the detector does not cover half a turn of the helix")
+    psi = geometry.angles
+    psi_mid = 0.5 * (psi[0] + psi[-1])
+    z = volume.z_samples()
+    d = np.abs(psi[:, None] - (psi_mid + z[None, :] / h))
+    lo, hi = 0.5 * math.pi - delta, 0.5 * math.pi + delta
+    w = np.where(d <= lo, 1.0,
+                 np.where(d >= hi, 0.0, np.cos(0.25 * math.pi * (d - lo) / delta) ** 2))
+    T = abs(angular_step(geometry))
+    steps = np.abs(np.gradient(psi)) if psi.size > 1 else np.array([T])
+    total = np.sum(w * steps[:, None], axis=0)
+    scale = np.where(total > 1e-6, math.pi / np.maximum(total, 1e-12), 0.0)
+    return w * scale[None, :]
+
+
+def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, window="none",
+                       truncated_scan=False, offset_scan=False):
+    """Weighted, ramp-filtered projections ready for back-projection, and the geometry
+    they belong to (wider than ``geometry`` for offset scans).
+
+    Returns ``(q, geometry)`` with q a new float32 array.
+    """
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    q = np.array(g, dtype=np.float32, copy=True)
+    if offset_scan and not helical:
+        q, geometry = offset_scan_padding(geometry, q)
+    pre, post = cosine_weights(geometry)
+    w = view_weights(geometry, helical=helical)
+    parker = None if helical or isinstance(geometry, ModularBeam) else parker_weights(geometry)
+    if parker is not None:
+        w = w * parker
+    if pre is not None:
+        w = w * pre
+    q *= w.astype(np.float32) if np.ndim(w) else np.float32(w)
+    curved = getattr(geometry.detector, "curved", False)
+    H = ramp_response(geometry.detector.num_cols, _sample_spacing(geometry), ramp_filter,
+                      lowpass=lowpass, window=window,
+                      curved_pixel_angle=(geometry.detector.pixel_width / geometry.sdd) if curved else None)
+    H *= fbp_scale(geometry, volume)
+    filter_rows(q, H, extrapolate=truncated_scan)
+    if post is not None:
+        q *= post.astype(np.float32)
+    return q, geometry
+
+
+def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None):
+    """The back-projection step of FBP: fan beams weight by sod/(sod − x·θ); helical cone
+    beams by :func:`helical_slice_weights`; otherwise the plain matched back-projection."""
+    slice_weights = None
+    if isinstance(geometry, ConeBeam) and geometry.is_helical:
+        slice_weights = helical_slice_weights(geometry, volume)
+    return operators.backproject(geometry, volume, q, out=out, fov_radius=fov_radius,
+                                 fan_distance_weight=isinstance(geometry, FanBeam),
+                                 slice_weights=slice_weights)
+
+
+def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
+        offset_scan=False, truncated_scan=False, fov_radius=None):
+    """Filtered back-projection of ``g`` (num_angles, num_rows, num_cols) float32.
+
+    ``g`` is never modified. Returns (or fills ``out``) a (num_z, num_y, num_x) float32
+    volume in attenuation units (1/mm).
+    """
+    operators._check_geometry(geometry, volume)
+    operators._check_array("g", g, geometry.projection_shape)
+    if isinstance(geometry, ModularBeam):
+        _check_axial_modular(geometry)
+    q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter, lowpass=lowpass,
+                                 window=window, truncated_scan=truncated_scan,
+                                 offset_scan=offset_scan)
+    if fov_radius is None and offset_scan and fgeo is not geometry:
+        fov_radius = fgeo.fov_radius()
+    return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius)
+
+
+def _check_axial_modular(geometry: ModularBeam):
+    """FBP of modular beams is defined for axially aligned modules (rows along z)."""
+    if np.any(geometry.row_vectors[:, 2] < 0.9961):
+        raise ValueError("FBP of a modular-beam geometry needs axially aligned modules "
+                         "(row vectors within 5 degrees of +z); use an iterative method instead")
+    a = modular_angles(geometry)
+    if a.size > 1 and np.min(np.abs(np.diff(a))) < 1e-12:
+        raise ValueError("FBP of a modular-beam geometry needs distinct view angles")
