@@ -9,7 +9,7 @@ cone     : 128³ volume of 0.5 mm voxels, 180 views over 360°, 128×128 flat de
 parallel : 512×512×1 volume of 1 mm voxels, 720 views over 180°, 512 columns × 1 row
            of 1 mm pixels.
 
-For each problem the projector and back-projector are run once to compile (and warm
+For each problem the projector, back-projector and FBP are run once to compile (and warm
 caches), then timed three times; the best time is reported together with the rate of
 voxel-view updates (num_voxels × num_views / time) and the process's peak RSS.
 """
@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import leap
+from leap.fbp import fbp
 
 
 def problems():
@@ -64,7 +65,8 @@ def main(names=None):
         gout = np.empty(geo.projection_shape, dtype=np.float32)
         updates = vol.num_x * vol.num_y * vol.num_z * geo.num_angles
         for op, fn in (("project", lambda: leap.project(geo, vol, f, out=gout)),
-                       ("backproject", lambda: leap.backproject(geo, vol, g, out=fout))):
+                       ("backproject", lambda: leap.backproject(geo, vol, g, out=fout)),
+                       ("fbp", lambda: fbp(geo, vol, g, out=fout))):
             t = best_of(fn)
             print(f"{name:<10}{op:<13}{t:9.3f}{updates / t / 1e9:13.3f}{peak_rss_mib():14.1f}",
                   flush=True)

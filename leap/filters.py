@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import math
 
+import os
+
 import numpy as np
+import scipy.fft
+
+_WORKERS = os.cpu_count() or 1
 
 #: Windows leap adds on top of LEAP's family, as functions of ω/π ∈ [0, 1].
 WINDOWS = {
@@ -129,6 +134,6 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False) -> N
             if ne > 0:
                 pad[:, num_cols:num_cols + ne] = block[:, -1:]
                 pad[:, n - ne:] = block[:, :1]
-        spec = np.fft.rfft(pad, axis=1)
+        spec = scipy.fft.rfft(pad, axis=1, workers=_WORKERS)
         spec *= H
-        block[:] = np.fft.irfft(spec, n=n, axis=1)[:, :num_cols]
+        block[:] = scipy.fft.irfft(spec, n=n, axis=1, workers=_WORKERS)[:, :num_cols]
