@@ -57,7 +57,7 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume) -> np.ndarray:
         raise ValueError(f"helical FBP needs a normalised pitch below about 1.6, got {pitch:.3g}: "
                          "the detector does not cover half a turn of the helix")
     psi = geometry.angles
-    psi_mid = 0.5 * (psi[0] + psi[-1])
+    psi_mid = geometry.helical_mid_angle
     z = volume.z_samples()
     d = np.abs(psi[:, None] - (psi_mid + z[None, :] / h))
     lo, hi = 0.5 * math.pi - delta, 0.5 * math.pi + delta

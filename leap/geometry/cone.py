@@ -33,6 +33,10 @@ class ConeBeam(DivergentBeam):
     tilt : float
         Rotation of a flat detector about the central ray, radians (|tilt| ≤ 5°).
         Tilted geometries are projected through their modular form.
+    helical_mid_angle : float, optional
+        ψ_mid, the angle at which a helical source is at z = 0. Defaults to the mean of
+        the first and last angle; kept when views are sliced (``geom[10:20]``) so a
+        subset of views stays on the same helix.
 
     A point p projects to ``u = (p·θ⊥ + tau) / (sod − p·θ)`` and
     ``v = (z − z_s) / (sod − p·θ)`` (flat detector coordinates s = sdd·u, t = sdd·v).
@@ -45,6 +49,7 @@ class ConeBeam(DivergentBeam):
     tau: float = 0.0
     helical_pitch: float = 0.0
     tilt: float = 0.0
+    helical_mid_angle: float | None = None
 
     #: Largest detector tilt accepted (LEAP's limit), radians.
     MAX_TILT = np.deg2rad(5.0)
@@ -53,6 +58,11 @@ class ConeBeam(DivergentBeam):
         self._check_common()
         object.__setattr__(self, "helical_pitch", finite_float("helical_pitch", self.helical_pitch))
         object.__setattr__(self, "tilt", finite_float("tilt", self.tilt))
+        if self.helical_mid_angle is None:
+            object.__setattr__(self, "helical_mid_angle",
+                               float(0.5 * (self.angles[0] + self.angles[-1])))
+        object.__setattr__(self, "helical_mid_angle",
+                           finite_float("helical_mid_angle", self.helical_mid_angle))
         if abs(self.tilt) > self.MAX_TILT + 1e-12:
             raise ValueError(f"tilt must be at most 5 degrees in magnitude, got {np.rad2deg(self.tilt):.4g}")
         if self.tilt != 0.0 and self.detector.curved:
@@ -66,8 +76,7 @@ class ConeBeam(DivergentBeam):
         """Source heights per view, shape (num_angles,), mm."""
         if not self.is_helical:
             return np.zeros(self.num_angles)
-        mid = 0.5 * (self.angles[0] + self.angles[-1])
-        return self.helical_pitch * (self.angles - mid)
+        return self.helical_pitch * (self.angles - self.helical_mid_angle)
 
     def normalized_helical_pitch(self) -> float:
         """Table advance per turn over the detector height at the isocentre."""
