@@ -24,7 +24,8 @@ from . import operators
 from .filters import filter_rows, ramp_response
 from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .weights import (angular_step, cosine_weights, fbp_scale, mean_distances, modular_angles,
-                      offset_scan_padding, parker_weights, view_weights)
+                      offset_scan_layout, offset_scan_padding, offset_scan_weights,
+                      parker_weights, view_weights)
 
 
 def _sample_spacing(geometry) -> float:
@@ -70,6 +71,25 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume) -> np.ndarray:
     return w * scale[None, :]
 
 
+def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
+    """The filtering stage's pieces: pre-weights (incl. view weights), the scaled ramp
+    response and the post-weights (None where absent)."""
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    pre, post = cosine_weights(geometry)
+    w = view_weights(geometry, helical=helical)
+    parker = None if helical or isinstance(geometry, ModularBeam) else parker_weights(geometry)
+    if parker is not None:
+        w = w * parker
+    if pre is not None:
+        w = w * pre
+    curved = getattr(geometry.detector, "curved", False)
+    H = ramp_response(geometry.detector.num_cols, _sample_spacing(geometry), ramp_filter,
+                      lowpass=lowpass, window=window,
+                      curved_pixel_angle=(geometry.detector.pixel_width / geometry.sdd) if curved else None)
+    H *= fbp_scale(geometry, volume)
+    return w.astype(np.float32), H, None if post is None else post.astype(np.float32)
+
+
 def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, window="none",
                        truncated_scan=False, offset_scan=False):
     """Weighted, ramp-filtered projections ready for back-projection, and the geometry
@@ -81,22 +101,11 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     q = np.array(g, dtype=np.float32, copy=True)
     if offset_scan and not helical:
         q, geometry = offset_scan_padding(geometry, q)
-    pre, post = cosine_weights(geometry)
-    w = view_weights(geometry, helical=helical)
-    parker = None if helical or isinstance(geometry, ModularBeam) else parker_weights(geometry)
-    if parker is not None:
-        w = w * parker
-    if pre is not None:
-        w = w * pre
-    q *= w.astype(np.float32) if np.ndim(w) else np.float32(w)
-    curved = getattr(geometry.detector, "curved", False)
-    H = ramp_response(geometry.detector.num_cols, _sample_spacing(geometry), ramp_filter,
-                      lowpass=lowpass, window=window,
-                      curved_pixel_angle=(geometry.detector.pixel_width / geometry.sdd) if curved else None)
-    H *= fbp_scale(geometry, volume)
+    pre, H, post = _filter_steps(geometry, volume, ramp_filter, lowpass, window)
+    q *= pre
     filter_rows(q, H, extrapolate=truncated_scan)
     if post is not None:
-        q *= post.astype(np.float32)
+        q *= post
     return q, geometry
 
 
@@ -128,6 +137,44 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     if fov_radius is None and offset_scan and fgeo is not geometry:
         fov_radius = fgeo.fov_radius()
     return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius)
+
+
+def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
+                offset_scan=False, truncated_scan=False, fov_radius=None):
+    """The exact adjoint (transpose) of :func:`fbp`: volume (num_z, num_y, num_x) →
+    projections (num_angles, num_rows, num_cols), float32.
+
+    ``<fbp(g), f> = <g, fbp_adjoint(f)>`` to float rounding, with the same options. It is
+    the weighted forward projection followed by the transposed filtering stage (post-
+    weights, the ramp filter's transpose, pre- and view weights, offset-scan cropping).
+    """
+    operators._check_geometry(geometry, volume)
+    operators._check_array("f", f, volume.shape)
+    if isinstance(geometry, ModularBeam):
+        _check_axial_modular(geometry)
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    fgeo, first, n_add = geometry, 0, 0
+    if offset_scan and not helical:
+        fgeo, first, n_add = offset_scan_layout(geometry)
+    if fov_radius is None and offset_scan and fgeo is not geometry:
+        fov_radius = fgeo.fov_radius()
+    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
+                          fan_distance_weight=isinstance(fgeo, FanBeam),
+                          slice_weights=slice_weights)
+    pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
+    if post is not None:
+        q *= post
+    filter_rows(q, H, extrapolate=truncated_scan, transpose=True)
+    q *= pre
+    if n_add:
+        nc = geometry.detector.num_cols
+        q = q[:, :, first:first + nc] * (2.0 * offset_scan_weights(geometry)).astype(np.float32)
+    if out is None:
+        return np.ascontiguousarray(q, dtype=np.float32)
+    operators._check_array("out", out, geometry.projection_shape)
+    out[...] = q
+    return out
 
 
 def _check_axial_modular(geometry: ModularBeam):

@@ -114,14 +114,18 @@ def ramp_response(num_cols: int, spacing: float, order: int = 2, *, lowpass: flo
     return H
 
 
-def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False) -> None:
+def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
+                transpose: bool = False) -> None:
     """Convolve every detector row of ``g`` (…, num_cols) in place with the response H.
 
     ``extrapolate`` (LEAP's truncated-scan option) fills up to 100 padded samples past
     each end with the edge value instead of zeros, so truncated rows do not ring.
+    ``transpose`` applies the transpose of that linear map instead (the kernel is even,
+    so only the edge extension changes: padded samples fold back onto the edges).
     """
     num_cols = g.shape[-1]
     n = 2 * (H.size - 1)
+    ne = min(n - num_cols - 1, 100) if extrapolate else 0
     rows = g.reshape(-1, num_cols)
     # Chunks bound the temporary complex spectra to a few MB.
     step = max(1, (1 << 22) // n)
@@ -129,11 +133,14 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False) -> N
         block = rows[start:start + step]
         pad = np.zeros((block.shape[0], n), dtype=np.float64)
         pad[:, :num_cols] = block
-        if extrapolate:
-            ne = min(n - num_cols - 1, 100)
-            if ne > 0:
-                pad[:, num_cols:num_cols + ne] = block[:, -1:]
-                pad[:, n - ne:] = block[:, :1]
+        if ne > 0 and not transpose:
+            pad[:, num_cols:num_cols + ne] = block[:, -1:]
+            pad[:, n - ne:] = block[:, :1]
         spec = scipy.fft.rfft(pad, axis=1, workers=_WORKERS)
         spec *= H
-        block[:] = scipy.fft.irfft(spec, n=n, axis=1, workers=_WORKERS)[:, :num_cols]
+        out = scipy.fft.irfft(spec, n=n, axis=1, workers=_WORKERS)
+        if ne > 0 and transpose:
+            # Where the two extensions overlap the leading-edge one was written last.
+            out[:, num_cols - 1] += out[:, num_cols:min(num_cols + ne, n - ne)].sum(axis=1)
+            out[:, 0] += out[:, n - ne:].sum(axis=1)
+        block[:] = out[:, :num_cols]

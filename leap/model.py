@@ -1002,3 +1002,15 @@ class tomographicModels:
         from .fbp import weighted_backproject
         return weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
                                     fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None)
+
+    def FBP_adjoint(self, g, f):
+        """The exact adjoint of :meth:`FBP`: writes into ``g`` the transpose of FBP applied
+        to the volume ``f`` and returns ``g`` (exact for every geometry, fan and helical
+        included)."""
+        from .fbp import fbp_adjoint
+        return fbp_adjoint(self.core_geometry(), self.core_volume(), f, out=g,
+                           offset_scan=self._offset_scan, truncated_scan=self._truncated_scan,
+                           fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None,
+                           **self._fbp_options())
+
+    fbp_adjoint = FBP_adjoint

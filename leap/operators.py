@@ -63,8 +63,26 @@ def _kernel_form(geometry):
     return geometry
 
 
+def _fbp_weights(geometry, volume, fan_distance_weight, slice_weights) -> np.ndarray:
+    """Validate FBP's back-projection weights; slice weights as a (na, nz) array or (0, 0)."""
+    if fan_distance_weight and not isinstance(geometry, FanBeam):
+        raise ValueError("fan_distance_weight applies to fan beams only")
+    if slice_weights is None:
+        return np.zeros((0, 0))
+    if not isinstance(geometry, ConeBeam):
+        raise ValueError("slice_weights apply to (untilted) cone beams only")
+    sw = np.ascontiguousarray(slice_weights, dtype=np.float64)
+    if sw.shape != (geometry.num_angles, volume.num_z):
+        raise ValueError(f"slice_weights must have shape {(geometry.num_angles, volume.num_z)}, "
+                         f"got {sw.shape}")
+    return sw
+
+
 def _fov_r2(views, fov_radius) -> float:
-    r = views.fov_radius if fov_radius is None else float(fov_radius)
+    # A geometry's own radius may be 0 (detector ending at the axis: nothing is seen).
+    if fov_radius is None:
+        return views.fov_radius ** 2
+    r = float(fov_radius)
     if not r > 0:
         raise ValueError(f"fov_radius must be positive, got {fov_radius}")
     return r * r
@@ -80,7 +98,8 @@ def _row_factor(geometry) -> np.ndarray:
 
 
 def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray | None = None,
-            *, fov_radius: float | None = None):
+            *, fov_radius: float | None = None, fan_distance_weight: bool = False,
+            slice_weights: np.ndarray | None = None):
     """Forward projection ``P f``.
 
     Parameters
@@ -95,6 +114,8 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
         Radius (mm) of the circular field of view; voxels farther from the z axis are
         ignored. Default: the geometry's own (``geometry.fov_radius()``). Modular
         beams have none.
+    fan_distance_weight, slice_weights : as for :func:`backproject`, whose weighted
+        form this transposes (the adjoint of FBP's back-projection step).
 
     Returns
     -------
@@ -111,13 +132,15 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
                              volume.x0, volume.y0, volume.z0, volume.voxel_width,
                              volume.voxel_height, d.pixel_width, d.pixel_height)
         return g
+    sw = _fbp_weights(geometry, volume, fan_distance_weight, slice_weights)
     v = geometry.axial_views()
     d = geometry.detector
     S = _cpu_axial.volume_z_cumsum(f)
     _cpu_axial.project(S, g, v.col_dir, v.source_xy, v.source_z, v.sdd, v.column_model,
                        v.magnify_z, _fov_r2(v, fov_radius), volume.x0, volume.y0, volume.z0,
                        volume.voxel_width, volume.voxel_height, d.pixel_width,
-                       d.pixel_height, d.center_col, d.center_row, _row_factor(geometry))
+                       d.pixel_height, d.center_col, d.center_row, _row_factor(geometry),
+                       geometry.sod if fan_distance_weight else 0.0, sw)
     return g
 
 
@@ -149,17 +172,7 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
                                  volume.x0, volume.y0, volume.z0, volume.voxel_width,
                                  volume.voxel_height, d.pixel_width, d.pixel_height)
         return f
-    if fan_distance_weight and not isinstance(geometry, FanBeam):
-        raise ValueError("fan_distance_weight applies to fan beams only")
-    if slice_weights is None:
-        sw = np.zeros((0, 0))
-    else:
-        if not isinstance(geometry, ConeBeam):
-            raise ValueError("slice_weights apply to cone beams only")
-        sw = np.ascontiguousarray(slice_weights, dtype=np.float64)
-        if sw.shape != (geometry.num_angles, volume.num_z):
-            raise ValueError(f"slice_weights must have shape {(geometry.num_angles, volume.num_z)}, "
-                             f"got {sw.shape}")
+    sw = _fbp_weights(geometry, volume, fan_distance_weight, slice_weights)
     v = geometry.axial_views()
     d = geometry.detector
     G = _cpu_axial.projection_row_cumsum(g, _row_factor(geometry))

@@ -257,25 +257,36 @@ def offset_scan_weights(geometry) -> np.ndarray:
     return np.maximum(w, 1e-12)[None, None, :]
 
 
-def offset_scan_padding(geometry, g: np.ndarray):
-    """Weight an offset-detector scan and zero-pad it to a detector symmetric about the axis.
+def offset_scan_layout(geometry):
+    """The detector an offset-detector scan is reconstructed on.
 
-    Returns ``(q, wider)``: q (num_angles, num_rows, num_cols + n_add) float32 holding
-    ``2·w·g`` (the later ½ full-scan weight leaves w), and the widened geometry. Scans
-    shorter than a full turn (less than 360° − one step) are returned unchanged.
+    Returns ``(wider, first, n_add)``: the geometry with ``n_add`` zero columns added on
+    the short side so the detector is symmetric about the axis, and the index of the
+    measured columns' first column in it. Scans shorter than a full turn (less than
+    360° − one step) and detectors needing no padding give ``(geometry, 0, 0)``.
     """
-    angles = geometry.angles
-    if angular_range_degrees(angles) < 360.0 - math.degrees(abs(angular_step(geometry))):
-        return g, geometry
+    if angular_range_degrees(geometry.angles) < 360.0 - math.degrees(abs(angular_step(geometry))):
+        return geometry, 0, 0
     _, _, left, n_add = _offset_geometry_terms(geometry)
     if n_add <= 0:
+        return geometry, 0, 0
+    d = geometry.detector
+    det = d.with_changes(num_cols=d.num_cols + n_add,
+                         center_col=d.center_col + (n_add if left else 0))
+    return geometry.with_changes(detector=det), (n_add if left else 0), n_add
+
+
+def offset_scan_padding(geometry, g: np.ndarray):
+    """Weight an offset-detector scan and zero-pad it to the detector of
+    :func:`offset_scan_layout`.
+
+    Returns ``(q, wider)``: q (num_angles, num_rows, num_cols + n_add) float32 holding
+    ``2·w·g`` (the later ½ full-scan weight leaves w), and the widened geometry.
+    """
+    wider, first, n_add = offset_scan_layout(geometry)
+    if n_add == 0:
         return g, geometry
-    w = offset_scan_weights(geometry)
     na, nr, nc = g.shape
     q = np.zeros((na, nr, nc + n_add), dtype=np.float32)
-    sl = slice(n_add, None) if left else slice(0, nc)
-    q[:, :, sl] = (2.0 * w * g).astype(np.float32)
-    d = geometry.detector
-    det = d.with_changes(num_cols=nc + n_add,
-                         center_col=d.center_col + (n_add if left else 0))
-    return q, geometry.with_changes(detector=det)
+    q[:, :, first:first + nc] = (2.0 * offset_scan_weights(geometry) * g).astype(np.float32)
+    return q, wider

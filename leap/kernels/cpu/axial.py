@@ -421,11 +421,16 @@ def _backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
 @numba.njit(**FAST_JIT)
 def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                  center_col, center_row, row_factor):
+                  center_col, center_row, row_factor, dist_sod, sw, cumw):
     """One view of the general projector into ``ga`` (nrows, ncols).
 
     acc : (GUARD_LO + ncols + GUARD_HI, nrows) float64 scratch, E : (nrows + 1,) scratch.
+    The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
+    view by sod/(sod − x·θ); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
+    (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
+    cumulative sum.
     """
+    weighted = sw.shape[0] > 0
     ny, nx, nz1 = S.shape
     nz = nz1 - 1
     nrows, ncols = ga.shape
@@ -449,6 +454,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
                 voxel_width, pixel_width, center_col)
             if dist <= 0.0:
                 continue
+            if dist_sod > 0.0:
+                weight *= dist_sod / (dist_sod - (x * cy - y * cx))
             cum = S[iy, ix]
             if direct:
                 if c_hi - c_lo <= 1.0:
@@ -482,7 +489,13 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
             # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
             # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
             inv_b = 1.0 / B
-            _cumulative_at(cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+            if weighted:
+                cumw[0] = 0.0
+                for k in range(nz):
+                    cumw[k + 1] = cumw[k] + sw[k] * (np.float64(cum[k + 1]) - np.float64(cum[k]))
+                _cumulative_at(cumw, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+            else:
+                _cumulative_at(cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
             if c_hi - c_lo <= 1.0:
                 fl, o0, o1 = _two_tap(c_lo, c_hi, ncols)
                 w0 = o0 * weight * B
@@ -515,12 +528,14 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
 @numba.njit(**FAST_PARALLEL_JIT)
 def project(S, g, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
             x0, y0, z0, voxel_width, voxel_height,
-            pixel_width, pixel_height, center_col, center_row, row_factor):
+            pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w):
     """Forward projection into g from S = volume_z_cumsum(f); one view per thread.
 
     S : (ny, nx, nz + 1) float32; g : (na, nrows, ncols) float32, overwritten.
     col_dir, source_xy : (na, 2) float64; source_z : (na,) float64, mm.
     row_factor : (nrows,) float64. Lengths in mm, centres in fractional pixels.
+    ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
+    are the transposes of :func:`backproject`'s FBP weights.
     """
     na, nrows, ncols = g.shape
     nz = S.shape[2] - 1
@@ -535,10 +550,12 @@ def project(S, g, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
             # One view's pixels, (column, row) so a voxel column's rows are contiguous.
             acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
             E = np.empty(nrows + 1, dtype=np.float64)
+            cumw = np.empty(nz + 1, dtype=np.float64)
+            sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
             _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
                           source_xy[a, 1], source_z[a], sdd, model, magnify_z, fov_r2,
                           x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                          center_col, center_row, row_factor)
+                          center_col, center_row, row_factor, dist_sod, sw, cumw)
 
 
 @numba.njit(**FAST_JIT)
