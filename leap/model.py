@@ -19,18 +19,7 @@ import numpy as np
 
 from . import operators
 from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
-
-_GEOMETRIES = ("parallel", "fan", "cone", "modular")
-
-
-def _as_float(name, value):
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {out}")
-    return out
+from .geometry._checks import finite_float as _as_float
 
 
 def _as_int(name, value):
@@ -228,9 +217,7 @@ class tomographicModels:
 
     def set_curvedDetector(self):
         """Make the cone-beam detector curved (cylinder about the source, equi-angular columns)."""
-        g = self._need_geometry()
-        if g["geometry"] != "cone":
-            raise ValueError("a curved detector is only defined for cone-beam geometries")
+        g = self._need_kind(("cone",), "a curved detector")
         return self._set_geometry(dict(g, detectorType="curved", tiltAngle=0.0))
 
     def set_flatDetector(self):
@@ -244,30 +231,30 @@ class tomographicModels:
     def _update(self, **changes):
         return self._set_geometry(dict(self._need_geometry(), **changes))
 
-    def set_tau(self, tau):
+    def _need_kind(self, kinds, what):
+        """The geometry parameters, if the geometry is one of ``kinds``; else raise."""
         g = self._need_geometry()
-        if g["geometry"] not in ("fan", "cone"):
-            raise ValueError("tau is defined for fan- and cone-beam geometries only")
+        if g["geometry"] not in kinds:
+            raise ValueError(f"{what} is defined for {' and '.join(kinds)}-beam geometries only, "
+                             f"not {g['geometry']}")
+        return g
+
+    def set_tau(self, tau):
+        self._need_kind(("fan", "cone"), "tau")
         return self._update(tau=_as_float("tau", tau))
 
     def set_tiltAngle(self, tiltAngle):
-        g = self._need_geometry()
-        if g["geometry"] != "cone":
-            raise ValueError("tiltAngle is defined for cone-beam geometries only")
+        self._need_kind(("cone",), "tiltAngle")
         return self._update(tiltAngle=_as_float("tiltAngle", tiltAngle))
 
     def set_helicalPitch(self, helicalPitch):
         """Helical pitch in mm per radian (cone beam only)."""
-        g = self._need_geometry()
-        if g["geometry"] != "cone":
-            raise ValueError("a helical pitch is defined for cone-beam geometries only")
+        self._need_kind(("cone",), "a helical pitch")
         return self._update(helicalPitch=_as_float("helicalPitch", helicalPitch))
 
     def set_normalizedHelicalPitch(self, normalizedHelicalPitch):
         """Set the pitch from its normalised value ĥ = 2π·h / (numRows·pixelHeight·sod/sdd)."""
-        g = self._need_geometry()
-        if g["geometry"] != "cone":
-            raise ValueError("a helical pitch is defined for cone-beam geometries only")
+        g = self._need_kind(("cone",), "a helical pitch")
         nh = _as_float("normalizedHelicalPitch", normalizedHelicalPitch)
         h = nh * g["numRows"] * g["pixelHeight"] * (g["sod"] / g["sdd"]) / (2.0 * np.pi)
         return self._update(helicalPitch=h)
