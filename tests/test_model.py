@@ -167,3 +167,25 @@ def test_forbild_and_shepp_logan_fill_the_volume():
     f[:] = 0
     leapct.set_SheppLogan(f)
     assert f.max() > 0 and np.count_nonzero(f) > 0.1 * f.size
+
+
+def test_display_sketch_and_transmission_helpers(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    leapct = tomographicModels()
+    leapct.load_param(str(REFERENCE_DIR / "cone.param"))
+    assert leapct.sketch_system([0, 18]) is not None
+    leapct.set_curvedDetector()
+    assert leapct.sketch_system(3) is not None
+    leapct.display(np.random.default_rng(0).random((4, 5, 6)).astype(np.float32))
+    x = np.full((2, 3), 0.25, np.float32)
+    leapct.negLog(x)
+    np.testing.assert_allclose(x, -np.log(0.25), rtol=1e-6)
+    leapct.expNeg(x)
+    np.testing.assert_allclose(x, 0.25, rtol=1e-6)
+    with pytest.raises(ValueError):
+        leapct.sketch_system(99)
+    with pytest.raises(ValueError):
+        leapct.set_projector("Siddon")
+    with pytest.warns(RuntimeWarning):
+        leapct.set_projector("VD")
