@@ -20,6 +20,7 @@ import numpy as np
 from . import operators
 from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
 from .geometry._checks import finite_float as _as_float
+from .model_io import DataIOMixin
 
 
 def _as_int(name, value):
@@ -28,7 +29,7 @@ def _as_int(name, value):
     return int(value)
 
 
-class tomographicModels:
+class tomographicModels(DataIOMixin):
     """A CT system: scan geometry, reconstruction volume and processing options.
 
     Typical use (as in LEAP)::
