@@ -929,11 +929,16 @@ class tomographicModels(DataIOMixin):
             return 0.5 * self._fov_diameter
         return self.core_geometry().fov_radius(offset_scan=self._offset_scan)
 
-    def _fbp_options(self):
+    def fbp_options(self):
+        """The keyword options of :func:`leap.fbp.fbp` / :func:`leap.fbp.fbp_adjoint` that
+        reproduce this object's :meth:`FBP` (ramp filter, window, low-pass, offset and
+        truncated scan, field of view)."""
         order, window = self._ramp_filter, "none"
         if isinstance(order, str):
             order, window = 12, order
-        return dict(ramp_filter=order, window=window, lowpass=self._fbp_lowpass)
+        return dict(ramp_filter=order, window=window, lowpass=self._fbp_lowpass,
+                    offset_scan=self._offset_scan, truncated_scan=self._truncated_scan,
+                    fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None)
 
     def get_FBPscalar(self):
         """LEAP's FBP scale factor (see :func:`leap.weights.fbp_scale`)."""
@@ -948,11 +953,7 @@ class tomographicModels(DataIOMixin):
         geo, vol = self.core_geometry(), self.core_volume()
         if f is None:
             f = self.allocate_volume()
-        out = fbp(geo, vol, g, out=f, offset_scan=self._offset_scan,
-                  truncated_scan=self._truncated_scan,
-                  fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None,
-                  **self._fbp_options())
-        return out
+        return fbp(geo, vol, g, out=f, **self.fbp_options())
 
     fbp = FBP
     FBP_cpu = FBP
@@ -964,8 +965,10 @@ class tomographicModels(DataIOMixin):
         from .fbp import filter_projections
         geo, vol = self.core_geometry(), self.core_volume()
         operators._check_array("g", g, geo.projection_shape)
-        q, fgeo = filter_projections(geo, vol, g, truncated_scan=self._truncated_scan,
-                                     offset_scan=False, **self._fbp_options())
+        opts = self.fbp_options()
+        q, _ = filter_projections(geo, vol, g, ramp_filter=opts["ramp_filter"],
+                                  window=opts["window"], lowpass=opts["lowpass"],
+                                  truncated_scan=opts["truncated_scan"])
         target = g if g_out is None else g_out
         operators._check_array("g_out", target, geo.projection_shape)
         target[...] = q
@@ -977,7 +980,7 @@ class tomographicModels(DataIOMixin):
         from .filters import filter_rows, ramp_response
         geo = self.core_geometry()
         operators._check_array("g", g, geo.projection_shape)
-        opts = self._fbp_options()
+        opts = self.fbp_options()
         curved = geo.detector.curved
         H = ramp_response(geo.detector.num_cols, _sample_spacing(geo), opts["ramp_filter"],
                           lowpass=opts["lowpass"], window=opts["window"],
@@ -989,7 +992,7 @@ class tomographicModels(DataIOMixin):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""
         from .fbp import weighted_backproject
         return weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
-                                    fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None)
+                                    fov_radius=self.fbp_options()["fov_radius"])
 
     def FBP_adjoint(self, g, f):
         """The exact adjoint of :meth:`FBP`: writes into ``g`` the transpose of FBP applied
@@ -997,9 +1000,7 @@ class tomographicModels(DataIOMixin):
         included)."""
         from .fbp import fbp_adjoint
         return fbp_adjoint(self.core_geometry(), self.core_volume(), f, out=g,
-                           offset_scan=self._offset_scan, truncated_scan=self._truncated_scan,
-                           fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None,
-                           **self._fbp_options())
+                           **self.fbp_options())
 
     fbp_adjoint = FBP_adjoint
 

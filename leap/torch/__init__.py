@@ -1,5 +1,30 @@
-"""PyTorch adapter (the only part of leap that imports torch).
+"""PyTorch adapter: differentiable, exact CT operators (the only part of leap that imports torch).
 
-The autograd Functions and the ``Projector``/``FBP`` modules live here; this package is
-filled in by the torch-layer work and is importable (empty) until then.
+The public API is upstream LEAP's ``leaptorch``:
+
+* :class:`Projector` (projection / back-projection, and ``fbp``), :class:`FBP`
+  (FBP / its adjoint), both :class:`BaseProjector` modules with LEAP's geometry methods
+  and a ``leapct`` facade;
+* the autograd Functions ``ProjectorFunctionCPU/GPU``, ``BackProjectorFunctionCPU/GPU``,
+  ``FBPFunctionCPU/GPU``, ``FBPReverseFunctionCPU/GPU`` — thin names for one
+  implementation, :class:`LinearOperatorFunction`.
+
+Volumes are ``(batch, numZ, numY, numX)`` and projections ``(batch, numAngles, numRows,
+numCols)``; the batch size comes from the input and every call returns a new tensor.
+Gradients are exact (matched back-projection; the exact adjoint of FBP) and twice
+differentiable. See :mod:`leap.torch.modules` for the differences from upstream.
 """
+from ..model import tomographicModels
+from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
+                        FBPFunctionGPU, FBPReverseFunctionCPU, FBPReverseFunctionGPU,
+                        LinearOperatorFunction, ProjectorFunctionCPU, ProjectorFunctionGPU)
+from .modules import FBP, BaseProjector, Projector
+
+__all__ = [
+    "BaseProjector", "Projector", "FBP",
+    "ProjectorFunctionCPU", "ProjectorFunctionGPU",
+    "BackProjectorFunctionCPU", "BackProjectorFunctionGPU",
+    "FBPFunctionCPU", "FBPFunctionGPU",
+    "FBPReverseFunctionCPU", "FBPReverseFunctionGPU",
+    "LinearOperatorFunction", "tomographicModels",
+]

@@ -1,0 +1,165 @@
+"""A CT operator frozen at call time, and the tensor plumbing around the core operators.
+
+:class:`CTOperator` captures the geometry, volume and FBP options of a
+``tomographicModels`` facade *when a forward pass runs*, so that the backward pass
+applies the adjoint of exactly the operator the forward pass used, even if the facade
+is reconfigured in between. It is what the autograd Functions carry in ``ctx``; it holds
+no tensors, so a finished graph frees everything.
+
+Tensors reach the core without copies: a float32, C-contiguous CPU tensor is handed
+over as a NumPy view (``Tensor.numpy()``) and the result is written straight into a fresh
+output tensor through its NumPy view; CUDA tensors are handed over as they are (they
+carry ``__cuda_array_interface__``, on which the core dispatches to its CUDA kernels, on
+the tensor's device and the caller's current stream). CPU tensors run on the GPUs
+selected in the facade (``leapct.set_gpu``/``set_gpus``), from host memory, when any are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from .. import fbp as _fbp
+from .. import operators as _operators
+
+#: kind → (adjoint kind, does the operator take a volume?)
+_KINDS = {
+    "project": ("backproject", True),
+    "backproject": ("project", False),
+    "fbp": ("fbp_adjoint", False),
+    "fbp_adjoint": ("fbp", True),
+}
+
+_VOLUME_LAYOUT = "(batch, numZ, numY, numX)"
+_PROJECTION_LAYOUT = "(batch, numAngles, numRows, numCols)"
+
+
+def fbp_options(leapct) -> dict:
+    """The keyword options ``leap.fbp.fbp`` needs to reproduce ``leapct.FBP``."""
+    return leapct.fbp_options()
+
+
+@dataclass(frozen=True, eq=False)
+class CTOperator:
+    """One of the four linear CT maps of a fixed geometry, applied to batches of tensors.
+
+    ============  =======================  =======================  =================
+    kind          input                    output                   adjoint kind
+    ============  =======================  =======================  =================
+    project       volume (nz, ny, nx)      projections (na, nr, nc)  backproject
+    backproject   projections              volume                    project
+    fbp           projections              volume                    fbp_adjoint
+    fbp_adjoint   volume                   projections               fbp
+    ============  =======================  =======================  =================
+
+    ``project`` is ``leap.project`` (the facade's ``project``), ``backproject`` its exact
+    transpose, ``fbp`` is ``leap.fbp.fbp`` with the facade's FBP options (what
+    ``leapct.FBP`` computes) and ``fbp_adjoint`` its exact transpose.
+    """
+
+    kind: str
+    geometry: Any
+    volume: Any
+    options: Mapping[str, Any]
+    devices: tuple = ()                  # GPUs for NumPy inputs; () = the CPU
+
+    @classmethod
+    def from_model(cls, leapct, kind: str) -> "CTOperator":
+        """Freeze the current geometry, volume and FBP options of a facade."""
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
+        # core_geometry()/core_volume() raise a RuntimeError that says which set_* call
+        # is missing; they build new immutable objects, so later facade changes do not
+        # reach this operator.
+        gpus = list(leapct.get_gpus())
+        return cls(kind=kind, geometry=leapct.core_geometry(), volume=leapct.core_volume(),
+                   options=MappingProxyType(fbp_options(leapct)),
+                   devices=() if gpus == [-1] else tuple(gpus))
+
+    # ---------------------------------------------------------------- shapes
+    @property
+    def takes_volume(self) -> bool:
+        return _KINDS[self.kind][1]
+
+    @property
+    def in_shape(self) -> tuple:
+        return tuple(self.volume.shape if self.takes_volume else self.geometry.projection_shape)
+
+    @property
+    def out_shape(self) -> tuple:
+        return tuple(self.geometry.projection_shape if self.takes_volume else self.volume.shape)
+
+    @property
+    def in_layout(self) -> str:
+        return _VOLUME_LAYOUT if self.takes_volume else _PROJECTION_LAYOUT
+
+    @property
+    def adjoint(self) -> "CTOperator":
+        return CTOperator(kind=_KINDS[self.kind][0], geometry=self.geometry,
+                          volume=self.volume, options=self.options, devices=self.devices)
+
+    # ------------------------------------------------------------ numerics
+    def _apply_one(self, x, out):
+        """One sample: x (in_shape) → out (out_shape), float32 arrays of one kind."""
+        geo, vol = self.geometry, self.volume
+        # GPUs selected on the facade run NumPy inputs there, from host memory; CUDA
+        # arrays always run on their own device. Only passed when set, so CPU-only
+        # calls are exactly the facade's CPU calls.
+        kw = dict(devices=list(self.devices)) if self.devices else {}
+        # Looked up on the modules at call time (not bound at import) so that the
+        # operators other code installs or wraps are the ones used.
+        if self.kind == "project":
+            _operators.project(geo, vol, x, out=out, **kw)
+        elif self.kind == "backproject":
+            _operators.backproject(geo, vol, x, out=out, **kw)
+        elif self.kind == "fbp":
+            _fbp.fbp(geo, vol, x, out=out, **self.options, **kw)
+        else:
+            _fbp.fbp_adjoint(geo, vol, x, out=out, **self.options, **kw)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply to ``x`` of shape ``(*batch, *in_shape)``; returns a new tensor of shape
+        ``(*batch, *out_shape)`` with ``x``'s dtype and device.
+
+        ``x`` is read, never written; any strides and floating dtypes are accepted here
+        (the public entry points check them, see :func:`check_input`). float32 contiguous
+        input is not copied; other dtypes are computed in float32, the kernels' precision.
+        """
+        batch = x.shape[:-3]
+        xs = x.detach().resolve_neg().resolve_conj()
+        xs = xs.to(torch.float32).contiguous().reshape(-1, *self.in_shape)
+        out = torch.empty((xs.shape[0], *self.out_shape), dtype=torch.float32, device=x.device)
+        if x.device.type == "cpu":
+            xs, out_view = xs.numpy(), out.numpy()
+        else:
+            out_view = out
+        for b in range(xs.shape[0]):
+            self._apply_one(xs[b], out_view[b])
+        return out.reshape(*batch, *self.out_shape).to(x.dtype)
+
+
+def check_input(x, op: CTOperator, name: str = "input") -> None:
+    """Raise a clear exception unless ``x`` can go into ``op`` as given.
+
+    Accepted: a contiguous floating-point CPU or CUDA tensor whose last three dimensions
+    are ``op.in_shape``; any leading dimensions are batch dimensions (none: one sample).
+    """
+    if not isinstance(x, torch.Tensor):
+        hint = f"; wrap it with torch.from_numpy({name})" if isinstance(x, np.ndarray) else ""
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}{hint}")
+    layout = op.in_layout
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point tensor (float32; other float dtypes "
+                        f"are computed in float32), got {x.dtype}; convert with {name}.float()")
+    if x.ndim < 3 or tuple(x.shape[-3:]) != op.in_shape:
+        raise ValueError(f"{name} must have shape {layout} = (batch, {', '.join(map(str, op.in_shape))}) "
+                         f"(or {op.in_shape} for one sample), got {tuple(x.shape)}")
+    if x.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name} is on device {x.device}; leap runs on CPU and CUDA tensors only, "
+                         f"move it with {name}.cpu()")
+    if not x.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (strides {x.stride()} for shape "
+                         f"{tuple(x.shape)}); pass {name}.contiguous()")

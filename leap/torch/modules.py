@@ -1,0 +1,293 @@
+"""``torch.nn.Module`` wrappers with upstream ``leaptorch``'s names and arguments.
+
+A module owns a ``tomographicModels`` facade (``module.leapct``) and builds the CT
+operator from it at every call, so changes made through ``module.leapct.set_*`` (as the
+upstream demos do) are seen by the next call. Differences from upstream, all fixes:
+
+* the batch size comes from the input; ``batch_size`` is kept for compatibility only;
+* every call returns a new tensor (upstream returns, and overwrites, a module buffer);
+* gradients are exact (FBP's is the exact adjoint of FBP, not an approximation);
+* modules never share a geometry: ``use_static=True`` no longer makes every module use
+  (and overwrite) one global slot; each module's ``param_id`` names its own geometry;
+* the output is on the input's device and in its dtype (float32 is the kernels'
+  precision; float64 is computed in float32, for ``gradcheck``).
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import torch
+
+from ..model import tomographicModels
+from . import functions as _functions
+from ._operator import CTOperator, check_input
+
+__all__ = ["BaseProjector", "Projector", "FBP"]
+
+
+def _host(a):
+    """Geometry arrays may come as tensors (upstream accepts them); the facade wants NumPy."""
+    if isinstance(a, torch.Tensor):
+        return a.detach().cpu().numpy()
+    return a
+
+
+def _as_device(which) -> torch.device:
+    """A torch.device from a torch.device, a device string or a GPU index (-1: CPU)."""
+    if isinstance(which, torch.device):
+        dev = which
+    elif isinstance(which, str):
+        dev = torch.device(which)
+    elif isinstance(which, numbers.Integral) and not isinstance(which, bool):
+        dev = torch.device("cpu") if which < 0 else torch.device("cuda", int(which))
+    else:
+        raise TypeError(f"a device must be a torch.device, a device string such as 'cuda:0' "
+                        f"or a GPU index (-1 for the CPU), got {which!r}")
+    if dev.type == "cuda" and dev.index is None and torch.cuda.is_available():
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+def _gpu_index(dev: torch.device) -> int:
+    return -1 if dev.type != "cuda" else (0 if dev.index is None else dev.index)
+
+
+class BaseProjector(torch.nn.Module):
+    """Common part of :class:`Projector` and :class:`FBP`: a CT geometry and volume.
+
+    Parameters
+    ----------
+    use_static : bool
+        Accepted for compatibility. Upstream stores the geometry of every
+        ``use_static=True`` module in one global slot (id 0), so such modules overwrite
+        each other; here every module owns its geometry either way.
+    use_gpu : bool
+        Select a GPU in ``leapct`` (``set_gpu(gpu_device)``). CUDA tensors always run on
+        their own device (zero-copy) and give CUDA tensors; CPU tensors run on the
+        selected GPU from host memory and give CPU tensors. Without CUDA this warns and
+        runs on the CPU, as ``tomographicModels.set_gpu`` does.
+    gpu_device : torch.device, str or int, optional
+        The GPU to select when ``use_gpu`` (default: torch's current CUDA device).
+    batch_size : int
+        Accepted for compatibility; the batch size is taken from each input.
+
+    Attributes
+    ----------
+    leapct : tomographicModels
+        The facade holding this module's geometry, volume and FBP options; all of
+        ``tomographicModels`` is available through it (e.g. ``leapct.set_diameterFOV``).
+    param_id : int
+        This module's id (unique in the process); ``param_id_t`` is the same as a tensor.
+        The named autograd Functions take it to find this module's geometry.
+    """
+
+    def __init__(self, use_static=False, use_gpu=False, gpu_device=None, batch_size=1):
+        super().__init__()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+                or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r} (it is "
+                             "only a hint: the batch size is taken from the input)")
+        self.use_static = bool(use_static)
+        self.batch_size = int(batch_size)
+        self.use_gpu = bool(use_gpu)
+        self.gpu_device = gpu_device
+        self.leapct = tomographicModels()
+        self._register()
+        if self.use_gpu:
+            if torch.cuda.is_available():
+                self.set_gpu(gpu_device if gpu_device is not None else "cuda")
+            else:
+                warnings.warn("use_gpu=True but torch finds no CUDA device: running on the CPU",
+                              RuntimeWarning, stacklevel=3)
+                self.use_gpu = False
+                self.gpu_device = torch.device("cpu")
+
+    def _register(self):
+        self.param_id = _functions.register(self)
+        self.leapct.param_id = self.param_id
+
+    @property
+    def param_id_t(self) -> torch.Tensor:
+        """``param_id`` as a tensor (on ``gpu_device`` when ``use_gpu``), as upstream has it."""
+        dev = self.gpu_device if self.use_gpu and self.gpu_device is not None else "cpu"
+        return torch.tensor(self.param_id, device=dev)
+
+    def __setstate__(self, state):
+        # A copy (copy.deepcopy, pickle) has its own facade, so it gets its own id.
+        super().__setstate__(state)
+        self._register()
+
+    # ------------------------------------------------------------------ calls
+    def _run(self, kind: str, input):
+        op = CTOperator.from_model(self.leapct, kind)
+        check_input(input, op)
+        return _functions.LinearOperatorFunction.apply(input, op)
+
+    def forward(self, input):
+        raise NotImplementedError("BaseProjector has no forward model; use Projector "
+                                  "(projection/back-projection) or FBP")
+
+    def extra_repr(self) -> str:
+        parts = [f"param_id={self.param_id}"]
+        if self.leapct.ct_geometry_defined():
+            parts.append(f"{self.leapct.get_geometry().lower()}-beam projections "
+                         f"{self.leapct.get_projection_dim()}")
+        if self.leapct.ct_volume_defined():
+            parts.append(f"volume {self.leapct.get_volume_dim()}")
+        return ", ".join(parts)
+
+    # --------------------------------------------------------------- geometry
+    def set_parallelbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                         centerRow, centerCol, phis):
+        """Parallel-beam geometry; see ``tomographicModels.set_parallelbeam``.
+
+        phis : (numAngles,) angles in degrees (NumPy array or tensor).
+        """
+        return self.leapct.set_parallelbeam(numAngles, numRows, numCols, pixelHeight,
+                                            pixelWidth, centerRow, centerCol, _host(phis))
+
+    def set_fanbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth, centerRow,
+                    centerCol, phis, sod, sdd, tau=0.0):
+        """Fan-beam geometry; see ``tomographicModels.set_fanbeam`` (lengths in mm)."""
+        return self.leapct.set_fanbeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                       centerRow, centerCol, _host(phis), sod, sdd, tau)
+
+    def set_conebeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth, centerRow,
+                     centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0):
+        """Cone-beam geometry; see ``tomographicModels.set_conebeam`` (lengths in mm,
+        helicalPitch in mm per radian)."""
+        return self.leapct.set_conebeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                        centerRow, centerCol, _host(phis), sod, sdd, tau,
+                                        helicalPitch)
+
+    def set_modularbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                        sourcePositions, detectorCenters, rowVec, colVec):
+        """Modular-beam geometry; the four arrays are (numAngles, 3), mm (NumPy or tensors).
+        See ``tomographicModels.set_modularbeam``."""
+        return self.leapct.set_modularbeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                           _host(sourcePositions), _host(detectorCenters),
+                                           _host(rowVec), _host(colVec))
+
+    def set_volume(self, numX, numY, numZ, voxelWidth, voxelHeight, offsetX=0.0, offsetY=0.0,
+                   offsetZ=0.0):
+        """Reconstruction volume (voxel counts, sizes and offsets in mm); see
+        ``tomographicModels.set_volume``."""
+        return self.leapct.set_volume(numX, numY, numZ, voxelWidth, voxelHeight, offsetX,
+                                      offsetY, offsetZ)
+
+    def set_default_volume(self, scale=1.0):
+        """The volume that fills the field of view; see ``tomographicModels.set_default_volume``."""
+        return self.leapct.set_default_volume(scale)
+
+    def get_volume_dim(self):
+        """Volume shape ``(numZ, numY, numX)``."""
+        return self.leapct.get_volume_dim()
+
+    def get_projection_dim(self):
+        """Projection shape ``(numAngles, numRows, numCols)``."""
+        return self.leapct.get_projection_dim()
+
+    def allocate_batch_data(self):
+        """Kept for compatibility; there is nothing to allocate.
+
+        Upstream preallocates ``batch_size`` output buffers here and returns them (and
+        overwrites them) on every call; here each call returns a new tensor sized by
+        its input.
+        """
+        return None
+
+    def load_param(self, param_fn, param_type=0):
+        """Read a LEAP parameter file; see ``tomographicModels.load_param``."""
+        return self.leapct.load_param(param_fn, param_type)
+
+    def save_param(self, param_fn):
+        """Write a LEAP parameter file; see ``tomographicModels.save_param``."""
+        return self.leapct.save_param(param_fn)
+
+    def print_parameters(self):
+        """Print the geometry and volume parameters."""
+        self.leapct.print_parameters()
+
+    def set_gpu(self, which):
+        """Select a GPU (a torch.device, 'cuda:N' or an index; -1 or 'cpu' for the CPU)."""
+        dev = _as_device(which)
+        self.gpu_device = dev
+        return self.leapct.set_gpu(_gpu_index(dev))
+
+    def set_gpus(self, listofgpus):
+        """Select several GPUs (devices or indices); the first is this module's device."""
+        devs = [_as_device(w) for w in listofgpus]
+        if not devs:
+            raise ValueError("set_gpus needs at least one device")
+        self.gpu_device = devs[0]
+        return self.leapct.set_gpus([_gpu_index(d) for d in devs])
+
+    # upstream's aliases
+    def print_param(self):
+        self.print_parameters()
+
+    def set_GPU(self, which):
+        return self.set_gpu(which)
+
+    def set_GPUs(self, listofgpus):
+        return self.set_gpus(listofgpus)
+
+
+class Projector(BaseProjector):
+    """Differentiable CT projector (PyTorch binding of leap).
+
+    ``forward(input)``: with ``forward_project=True``, volumes ``(batch, numZ, numY,
+    numX)`` → projections ``(batch, numAngles, numRows, numCols)``, the line integrals
+    of ``leapct.project``; otherwise projections → volumes by the matched
+    back-projection (``leapct.backproject``). The gradient of each is the other, exactly.
+    A tensor without the batch dimension is one sample.
+
+    ``leapct`` is this module's ``tomographicModels``; all its methods are available,
+    e.g. ``proj.leapct.set_diameterFOV(...)``.
+
+    Usage::
+
+        from leaptorch import Projector
+        proj = Projector(forward_project=True, use_static=True, use_gpu=use_cuda,
+                         gpu_device=device)
+        proj.set_conebeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                          centerRow, centerCol, proj.leapct.setAngleArray(numAngles, 360.0),
+                          sod, sdd)
+        proj.set_default_volume()
+        g = proj(f)        # f: (batch, numZ, numY, numX)
+    """
+
+    def __init__(self, forward_project=True, use_static=False, use_gpu=False, gpu_device=None,
+                 batch_size=1):
+        super().__init__(use_static, use_gpu, gpu_device, batch_size)
+        self.forward_project = bool(forward_project)
+
+    def forward(self, input):
+        """Project (``forward_project=True``) or back-project a batch; returns a new tensor."""
+        return self._run("project" if self.forward_project else "backproject", input)
+
+    def fbp(self, input):
+        """FBP reconstruction of projections ``(batch, numAngles, numRows, numCols)`` →
+        ``(batch, numZ, numY, numX)``, as ``leapct.FBP`` (differentiable; its gradient is
+        the exact adjoint of FBP)."""
+        return self._run("fbp", input)
+
+
+class FBP(BaseProjector):
+    """Differentiable filtered back-projection.
+
+    ``forward(input)``: with ``forward_FBP=True``, projections ``(batch, numAngles,
+    numRows, numCols)`` → volumes ``(batch, numZ, numY, numX)`` by ``leapct.FBP``;
+    otherwise the reverse map, the exact adjoint (transpose) of FBP, volumes →
+    projections. The gradient of each is the other.
+    """
+
+    def __init__(self, forward_FBP=True, use_static=False, use_gpu=False, gpu_device=None,
+                 batch_size=1):
+        super().__init__(use_static, use_gpu, gpu_device, batch_size)
+        self.forward_FBP = bool(forward_FBP)
+
+    def forward(self, input):
+        """FBP (``forward_FBP=True``) or its adjoint of a batch; returns a new tensor."""
+        return self._run("fbp" if self.forward_FBP else "fbp_adjoint", input)
