@@ -13,6 +13,13 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
 A uniform object of value μ (1/mm) reconstructs to μ.
+
+GPU: CUDA arrays (CuPy, torch CUDA, ``__cuda_array_interface__``) run every step on
+their device (weights and back-projection as Numba CUDA kernels, the ramp filter with
+CuPy's FFT; :mod:`leap.kernels.cuda.filters`); NumPy arrays with GPUs selected
+(``devices=`` or :func:`leap.gpu.set_devices`) run on the GPU(s) from host memory in
+volume slabs and view chunks (:mod:`leap.gpu`). Weights come from the geometry alone,
+so only geometry-sized arrays travel to the device.
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import math
 
 import numpy as np
 
+from . import arrays as _arrays
 from . import operators
 from .filters import filter_rows, ramp_response
 from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam, Volume
@@ -121,14 +129,24 @@ def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None):
 
 
 def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
-        offset_scan=False, truncated_scan=False, fov_radius=None):
+        offset_scan=False, truncated_scan=False, fov_radius=None, devices=None,
+        max_slices=None):
     """Filtered back-projection of ``g`` (num_angles, num_rows, num_cols) float32.
 
     ``g`` is never modified. Returns (or fills ``out``) a (num_z, num_y, num_x) float32
-    volume in attenuation units (1/mm).
+    volume in attenuation units (1/mm). ``devices`` and ``max_slices``: as for
+    :func:`leap.operators.project` (GPU selection for NumPy inputs).
     """
     operators._check_geometry(geometry, volume)
+    opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
+                offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius)
+    if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
+        return _fbp_gpu(geometry, volume, g, out, **opts)
     operators._check_array("g", g, geometry.projection_shape)
+    devs, cap = operators._gpu_selection(devices, max_slices)
+    if devs:
+        f = operators._check_out("out", out, volume.shape, g)
+        return _fbp_gpu(geometry, volume, g, f, host=(devs, cap), **opts)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
     q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter, lowpass=lowpass,
@@ -140,15 +158,22 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
-                offset_scan=False, truncated_scan=False, fov_radius=None):
+                offset_scan=False, truncated_scan=False, fov_radius=None, devices=None,
+                max_slices=None):
     """The exact adjoint (transpose) of :func:`fbp`: volume (num_z, num_y, num_x) →
     projections (num_angles, num_rows, num_cols), float32.
 
     ``<fbp(g), f> = <g, fbp_adjoint(f)>`` to float rounding, with the same options. It is
     the weighted forward projection followed by the transposed filtering stage (post-
     weights, the ramp filter's transpose, pre- and view weights, offset-scan cropping).
+    CUDA arrays run on their GPU; NumPy arrays with GPUs selected (``devices``) project
+    on the GPU(s) and filter on the CPU.
     """
     operators._check_geometry(geometry, volume)
+    if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+        return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
+                                 lowpass=lowpass, window=window, offset_scan=offset_scan,
+                                 truncated_scan=truncated_scan, fov_radius=fov_radius)
     operators._check_array("f", f, volume.shape)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
@@ -161,7 +186,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     slice_weights = helical_slice_weights(fgeo, volume) if helical else None
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
                           fan_distance_weight=isinstance(fgeo, FanBeam),
-                          slice_weights=slice_weights)
+                          slice_weights=slice_weights, devices=devices, max_slices=max_slices)
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     if post is not None:
         q *= post
@@ -185,3 +210,107 @@ def _check_axial_modular(geometry: ModularBeam):
     a = modular_angles(geometry)
     if a.size > 1 and np.min(np.abs(np.diff(a))) < 1e-12:
         raise ValueError("FBP of a modular-beam geometry needs distinct view angles")
+
+
+# ---------------------------------------------------------------------------- GPU
+
+def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window):
+    """Geometry-only pieces of GPU FBP and its adjoint (the same ones the CPU uses)."""
+    if isinstance(geometry, ModularBeam):
+        _check_axial_modular(geometry)
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    fgeo, first, n_add = geometry, 0, 0
+    if offset_scan and not helical:
+        fgeo, first, n_add = offset_scan_layout(geometry)
+    if fov_radius is None and offset_scan and fgeo is not geometry:
+        fov_radius = fgeo.fov_radius()
+    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
+    w2 = 2.0 * offset_scan_weights(geometry).ravel() if n_add else None
+    setup = operators._setup(fgeo, volume, fov_radius, isinstance(fgeo, FanBeam), slice_weights)
+    return fgeo, first, n_add, w2, pre, H, post, setup
+
+
+def _views_of(w, vs, ve):
+    """Rows vs:ve of a weight array broadcasting against (na, nr, nc)."""
+    if w is None:
+        return None
+    w = w.reshape((1,) * (3 - w.ndim) + w.shape)
+    return w if w.shape[0] == 1 else w[vs:ve]
+
+
+def _filter_device(g, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan, stream,
+                   alloc):
+    """q ← the filtered views vs:ve on the GPU (g: those views of the measured data)."""
+    from .kernels.cuda import filters as cf
+    if n_add:
+        cf.pad_columns(g, w2, first, q, stream)
+    else:
+        cf.copy(g, q, stream)
+    cf.scale(q, _views_of(pre, vs, ve), stream)
+    cf.filter_rows(q, H, stream, extrapolate=truncated_scan, alloc=alloc)
+    if post is not None:
+        cf.scale(q, _views_of(post, vs, ve), stream)
+
+
+def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_scan,
+             truncated_scan, fov_radius, host=None):
+    """FBP on the GPU: CUDA arrays (host=None) or NumPy arrays (host=(devices, cap))."""
+    from . import gpu
+    fgeo, first, n_add, w2, pre, H, post, setup = _gpu_plan(
+        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
+    na, nr, nc = fgeo.projection_shape
+    if host is not None:
+        from numba import cuda
+        devs, cap = host
+
+        def load(vs, ve, stream):
+            gd = cuda.to_device(g[vs:ve], stream=stream)
+            q = cuda.device_array((ve - vs, nr, nc), dtype=np.float32)
+            _filter_device(gd, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan,
+                           stream, None)
+            return gpu.prepare_projections(setup, q, stream)
+
+        return gpu.slab_driver(setup, volume, out, (na, nr, nc), devs, cap, load)
+    dev = operators._check_cuda_pair("g", g, out, geometry.projection_shape, volume.shape)
+    with _arrays.device_context(dev):
+        stream = _arrays.caller_stream(g)
+
+        def alloc(shape):
+            return _arrays.as_numba(_arrays.empty_like_kind(g, shape))
+
+        q = alloc((na, nr, nc))
+        _filter_device(_arrays.as_numba(g), q, 0, na, first, n_add, w2, pre, H, post,
+                       truncated_scan, stream, alloc)
+        y = out if out is not None else _arrays.empty_like_kind(g, volume.shape)
+        gpu.backproject_device(setup, volume, q, _arrays.as_numba(y), stream, alloc)
+    return y
+
+
+def _fbp_adjoint_cuda(geometry, volume, f, out, *, ramp_filter, lowpass, window, offset_scan,
+                      truncated_scan, fov_radius):
+    """:func:`fbp_adjoint` on CUDA arrays, every step on f's device."""
+    from . import gpu
+    from .kernels.cuda import filters as cf
+    dev = operators._check_cuda_pair("f", f, out, volume.shape, geometry.projection_shape)
+    fgeo, first, n_add, w2, pre, H, post, setup = _gpu_plan(
+        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
+    with _arrays.device_context(dev):
+        stream = _arrays.caller_stream(f)
+
+        def alloc(shape):
+            return _arrays.as_numba(_arrays.empty_like_kind(f, shape))
+
+        q = alloc(fgeo.projection_shape)
+        gpu.project_device(setup, volume, _arrays.as_numba(f), q, stream, alloc)
+        if post is not None:
+            cf.scale(q, post, stream)
+        cf.filter_rows(q, H, stream, extrapolate=truncated_scan, transpose=True, alloc=alloc)
+        cf.scale(q, pre, stream)
+        y = out if out is not None else _arrays.empty_like_kind(f, geometry.projection_shape)
+        if n_add:
+            cf.crop_columns(q, (2.0 * offset_scan_weights(geometry)).astype(np.float32),
+                            first, _arrays.as_numba(y), stream)
+        else:
+            cf.copy(q, _arrays.as_numba(y), stream)
+    return y

@@ -58,6 +58,7 @@ class tomographicModels(DataIOMixin):
         self._geom = None          # dict of LEAP geometry parameters
         self._vol = None           # dict of LEAP volume parameters
         self._gpus = [-1]
+        self._max_slices = None
         self._phantom = None
         self._fov_diameter = None
         self._offset_scan = False
@@ -576,22 +577,47 @@ class tomographicModels(DataIOMixin):
 
         ``g`` is overwritten and returned (LEAP's output-first convention).
         """
-        return operators.project(self.core_geometry(), self.core_volume(), f, out=g)
+        return operators.project(self.core_geometry(), self.core_volume(), f, out=g,
+                                 fov_radius=self._fov_override(), **self._device_options())
 
     def backproject(self, g, f):
         """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns ``f``."""
-        return operators.backproject(self.core_geometry(), self.core_volume(), g, out=f)
+        return operators.backproject(self.core_geometry(), self.core_volume(), g, out=f,
+                                     fov_radius=self._fov_override(), **self._device_options())
 
     project_cpu = project
     backproject_cpu = backproject
 
     # -------------------------------------------------------------- devices
     def number_of_gpus(self):
-        try:
-            from numba import cuda
-            return len(cuda.gpus) if cuda.is_available() else 0
-        except Exception:
-            return 0
+        """Number of CUDA GPUs leap can use (0 without a CUDA driver)."""
+        from .gpu import device_count
+        return device_count()
+
+    def set_maxSlicesForChunking(self, N):
+        """Largest chunk (volume slices per slab, views per view chunk) when NumPy data are
+        processed on the GPU; 0 or None lets free GPU memory decide."""
+        if N is None or N == 0:
+            self._max_slices = None
+            return True
+        n = _as_int("N", N)
+        if n < 0:
+            raise ValueError(f"N must be >= 0, got {n}")
+        self._max_slices = n
+        return True
+
+    def _device_options(self):
+        """Devices and chunking for the core operators: NumPy data run on the selected GPUs
+        (returned as NumPy), CUDA arrays always on their own GPU."""
+        return dict(devices=list(self._gpus), max_slices=self._max_slices)
+
+    def _fov_override(self):
+        """The field-of-view radius when set_diameterFOV or set_offsetScan changed it."""
+        if self._fov_diameter is not None:
+            return 0.5 * self._fov_diameter
+        if self._offset_scan:
+            return self.core_geometry().fov_radius(offset_scan=True)
+        return None
 
     def set_gpu(self, which):
         """Choose the device: -1 for the CPU, or a GPU index."""
@@ -953,7 +979,7 @@ class tomographicModels(DataIOMixin):
         geo, vol = self.core_geometry(), self.core_volume()
         if f is None:
             f = self.allocate_volume()
-        return fbp(geo, vol, g, out=f, **self.fbp_options())
+        return fbp(geo, vol, g, out=f, **self.fbp_options(), **self._device_options())
 
     fbp = FBP
     FBP_cpu = FBP
@@ -1000,7 +1026,7 @@ class tomographicModels(DataIOMixin):
         included)."""
         from .fbp import fbp_adjoint
         return fbp_adjoint(self.core_geometry(), self.core_volume(), f, out=g,
-                           **self.fbp_options())
+                           **self.fbp_options(), **self._device_options())
 
     fbp_adjoint = FBP_adjoint
 

@@ -1,8 +1,18 @@
 """Projection and back-projection on arrays, dispatched by array kind.
 
 The core API: functions of (geometry, volume, array) that return an array. ``out``
-is optional; when given it is written into and returned. NumPy arrays run on the
-Numba CPU kernels.
+is optional; when given it is written into and returned.
+
+Dispatch by array kind (:mod:`leap.arrays`):
+
+* NumPy in → NumPy out. The Numba CPU kernels run, unless GPUs are selected
+  (``devices=`` here, or :func:`leap.gpu.set_devices`, which the facade's
+  ``set_gpu``/``set_gpus`` call): then the CUDA kernels run from host memory, split
+  over the devices and chunked to fit (``max_slices``; :mod:`leap.gpu`).
+* CUDA arrays (CuPy, torch CUDA tensors, Numba device arrays, anything with
+  ``__cuda_array_interface__``) → the CUDA kernels on the array's device and the
+  caller's current stream, zero-copy; the result has the input's kind (or is ``out``).
+  ``f`` and ``out`` must both be CUDA arrays, on one device, float32 C-contiguous.
 
 Forward projection computes, for every detector pixel, the pixel-averaged line
 integral ``g = ∫ f(source + t·direction) dt`` (mm × attenuation/mm) of the voxel
@@ -14,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from . import arrays as _arrays
 from .kernels.cpu import axial as _cpu_axial
 from .kernels.cpu import modular as _cpu_modular
 
@@ -30,10 +41,9 @@ def _check_geometry(geometry, volume):
 
 def _check_array(name, arr, shape):
     """Validate a NumPy float32 C-contiguous array of the given shape."""
-    if hasattr(arr, "__cuda_array_interface__"):
-        raise NotImplementedError(
-            f"{name} is a CUDA array; this build of leap runs projections on NumPy arrays "
-            "only (the CUDA back-end is not part of it yet). Pass a NumPy array.")
+    if _arrays.is_cuda_array(arr):
+        raise TypeError(f"{name} is a CUDA array but the other array is a NumPy array; pass "
+                        "both on the same GPU (CuPy / torch CUDA) or both as NumPy arrays")
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray of float32, got {type(arr).__name__}")
     if arr.dtype != np.float32:
@@ -99,7 +109,8 @@ def _row_factor(geometry) -> np.ndarray:
 
 def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray | None = None,
             *, fov_radius: float | None = None, fan_distance_weight: bool = False,
-            slice_weights: np.ndarray | None = None):
+            slice_weights: np.ndarray | None = None, devices=None,
+            max_slices: int | None = None):
     """Forward projection ``P f``.
 
     Parameters
@@ -116,14 +127,29 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
         beams have none.
     fan_distance_weight, slice_weights : as for :func:`backproject`, whose weighted
         form this transposes (the adjoint of FBP's back-projection step).
+    devices : int or list of int, optional
+        NumPy inputs only: GPU(s) to run on (``-1``/``[]`` for the CPU). Default: the
+        selection of :func:`leap.gpu.set_devices` (initially the CPU). CUDA arrays
+        always run on their own device.
+    max_slices : int, optional
+        NumPy inputs on GPUs: largest slab (slices) / view chunk; default
+        :func:`leap.gpu.get_max_slices` or what fits in free GPU memory.
 
     Returns
     -------
     (num_angles, num_rows, num_cols) float32 line integrals.
     """
     _check_geometry(geometry, volume)
+    if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+        return _cuda_call("project", geometry, volume, f, out, fov_radius,
+                          fan_distance_weight, slice_weights)
     _check_array("f", f, volume.shape)
     g = _check_out("out", out, geometry.projection_shape, f)
+    devs, cap = _gpu_selection(devices, max_slices)
+    if devs:
+        from . import gpu
+        setup = _setup(geometry, volume, fov_radius, fan_distance_weight, slice_weights)
+        return gpu.project_host(setup, volume, f, g, devs, cap)
     geometry = _kernel_form(geometry)
     if isinstance(geometry, ModularBeam):
         d = geometry.detector
@@ -146,7 +172,8 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
 
 def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarray | None = None,
                 *, fov_radius: float | None = None, fan_distance_weight: bool = False,
-                slice_weights: np.ndarray | None = None):
+                slice_weights: np.ndarray | None = None, devices=None,
+                max_slices: int | None = None):
     """Back-projection ``Pᵀ g``, the exact transpose of :func:`project`.
 
     Parameters
@@ -160,10 +187,19 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
         fan-beam FBP (then no longer the transpose of :func:`project`).
     slice_weights : (num_angles, num_z) array, optional
         Cone beams only: weight voxel slice k's contribution from view a (helical FBP).
+    devices, max_slices : as for :func:`project`.
     """
     _check_geometry(geometry, volume)
+    if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
+        return _cuda_call("backproject", geometry, volume, g, out, fov_radius,
+                          fan_distance_weight, slice_weights)
     _check_array("g", g, geometry.projection_shape)
     f = _check_out("out", out, volume.shape, g)
+    devs, cap = _gpu_selection(devices, max_slices)
+    if devs:
+        from . import gpu
+        setup = _setup(geometry, volume, fov_radius, fan_distance_weight, slice_weights)
+        return gpu.backproject_host(setup, volume, g, f, devs, cap)
     geometry = _kernel_form(geometry)
     if isinstance(geometry, ModularBeam):
         d = geometry.detector
@@ -182,3 +218,67 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
                            d.pixel_height, d.center_col, d.center_row,
                            geometry.sod if fan_distance_weight else 0.0, sw)
     return f
+
+
+# ---------------------------------------------------------------------- GPU dispatch
+
+def _gpu_selection(devices, max_slices):
+    """Devices for a NumPy call: explicit ``devices``, else leap.gpu's selection."""
+    from . import gpu
+    return gpu.resolve(devices, max_slices)
+
+
+def _setup(geometry, volume, fov_radius, fan_distance_weight, slice_weights):
+    """The kernel inputs of a call, shared by the GPU paths (leap.gpu.Setup)."""
+    from .gpu import Setup
+    kf = _kernel_form(geometry)
+    if isinstance(kf, ModularBeam):
+        # As on the CPU, FBP weights do not apply to the modular kernels.
+        return Setup(True, kf, None, 0.0, 0.0, None, np.ones(kf.detector.num_rows))
+    sw = _fbp_weights(kf, volume, fan_distance_weight, slice_weights)
+    v = kf.axial_views()
+    return Setup(False, kf, v, _fov_r2(v, fov_radius),
+                 kf.sod if fan_distance_weight else 0.0, sw if sw.size else None,
+                 _row_factor(kf))
+
+
+def _check_cuda_pair(in_name, x, out, in_shape, out_shape):
+    """Validate a CUDA call's input and ``out``; returns their common device."""
+    _arrays.require_cuda()
+    if not _arrays.is_cuda_array(x):
+        raise TypeError(f"out is a CUDA array but {in_name} is a {type(x).__name__}; pass "
+                        f"{in_name} on the same GPU (cupy.asarray / torch.as_tensor(..., "
+                        "device='cuda')) or a NumPy out")
+    _arrays.check_cuda_array(in_name, x, in_shape)
+    if out is not None:
+        if not _arrays.is_cuda_array(out):
+            raise TypeError(f"{in_name} is a CUDA array but out is a {type(out).__name__}; "
+                            "pass out on the same GPU, or omit it")
+        _arrays.check_cuda_array("out", out, out_shape)
+        p, q = _arrays.data_pointer(x), _arrays.data_pointer(out)
+        nx_, nq = 4 * int(np.prod(in_shape)), 4 * int(np.prod(out_shape))
+        if p < q + nq and q < p + nx_:
+            raise ValueError("out must not overlap the input array")
+    return _arrays.check_same_device(**{in_name: x, "out": out})
+
+
+def _cuda_call(op, geometry, volume, x, out, fov_radius, fan_distance_weight,
+               slice_weights):
+    """project / backproject on CUDA arrays: the array's device, the caller's stream."""
+    from . import gpu
+    if op == "project":
+        in_name, in_shape, out_shape = "f", volume.shape, geometry.projection_shape
+    else:
+        in_name, in_shape, out_shape = "g", geometry.projection_shape, volume.shape
+    dev = _check_cuda_pair(in_name, x, out, in_shape, out_shape)
+    setup = _setup(geometry, volume, fov_radius, fan_distance_weight, slice_weights)
+    with _arrays.device_context(dev):
+        y = out if out is not None else _arrays.empty_like_kind(x, out_shape)
+        stream = _arrays.caller_stream(x)
+
+        def alloc(shape):
+            return _arrays.as_numba(_arrays.empty_like_kind(x, shape))
+
+        fn = gpu.project_device if op == "project" else gpu.backproject_device
+        fn(setup, volume, _arrays.as_numba(x), _arrays.as_numba(y), stream, alloc)
+    return y
