@@ -1,7 +1,8 @@
 """LEAP compatibility shim: ``from leapctype import *`` as in upstream LEAP scripts.
 
-Gives scripts what upstream's module gives them: the ``tomographicModels`` class and
-the modules scripts use through it (``np``, ``os``, ``sys``, ``glob``).
+Gives scripts what upstream's module gives them: the ``tomographicModels`` class, the
+filter-sequence classes of ``leap_filter_sequence`` and the modules scripts use through
+it (``np``, ``os``, ``sys``, ``glob``).
 """
 import glob
 import os
@@ -9,6 +10,11 @@ import sys
 
 import numpy as np
 
+from leap.filter_sequence import (TV, BilateralFilter, BlurFilter, GuidedFilter, LpNorm,
+                                  MedianFilter, denoisingFilter, filterSequence,
+                                  histogramSparsity)
 from leap.model import tomographicModels
 
-__all__ = ["tomographicModels", "np", "os", "sys", "glob"]
+__all__ = ["tomographicModels", "np", "os", "sys", "glob",
+           "filterSequence", "denoisingFilter", "TV", "LpNorm", "histogramSparsity",
+           "BlurFilter", "MedianFilter", "BilateralFilter", "GuidedFilter"]

@@ -20,6 +20,7 @@ import numpy as np
 from . import operators
 from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
 from .geometry._checks import finite_float as _as_float
+from .model_algorithms import IterativeMethodsMixin
 from .model_io import DataIOMixin
 
 
@@ -29,7 +30,7 @@ def _as_int(name, value):
     return int(value)
 
 
-class tomographicModels(DataIOMixin):
+class tomographicModels(DataIOMixin, IterativeMethodsMixin):
     """A CT system: scan geometry, reconstruction volume and processing options.
 
     Typical use (as in LEAP)::

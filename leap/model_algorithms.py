@@ -1,0 +1,296 @@
+"""LEAP-named iterative reconstruction and regularisation methods of ``tomographicModels``.
+
+:class:`IterativeMethodsMixin` gives the facade LEAP's ``SIRT``, ``SART``, ``OSEM``,
+``MLEM``, ``LS``, ``WLS``, ``RLS``, ``RWLS``, ``ASDPOCS``, ``MLTR``, the TV functions
+(``TVcost``, ``TVgradient``, ``TVquadForm``, ``diffuse``, ``TV_denoise``), the
+denoising filters the filter-sequence classes use (``BlurFilter``, ``MedianFilter``,
+...), ``sensitivity`` and ``breakIntoSubsets``, with LEAP's argument names, order and
+defaults. It holds no numerics: it builds a :class:`leap.algorithms.CTOperator` from
+``self.core_geometry()`` and ``self.core_volume()`` and calls :mod:`leap.algorithms`
+and :mod:`leap.regularization`.
+
+Beyond LEAP, every iterative method takes keyword-only ``progress`` (a tqdm bar for
+runs longer than a second; ``False`` turns it off) and ``callback(iteration, f,
+data_fit)`` (called after each iteration; returning ``True`` stops the run). Where
+LEAP prints ``Error:`` and returns ``None``, these methods raise.
+"""
+from __future__ import annotations
+
+import numbers
+
+from . import algorithms as _alg
+from . import regularization as _reg
+from .filter_sequence import TV, denoisingFilter, filterSequence
+
+
+def _filters(filters, name):
+    """LEAP's ``filters`` argument as a filter sequence (or None)."""
+    if filters is None:
+        return None
+    if isinstance(filters, filterSequence):
+        return filters
+    if isinstance(filters, denoisingFilter):
+        seq = filterSequence(1.0)
+        seq.append(filters)
+        return seq
+    if isinstance(filters, numbers.Real):
+        raise TypeError(f"{name}: filters must be a filterSequence (LEAP's algorithm syntax "
+                        "changed: build filterSequence(beta) and append TV(leapct, delta))")
+    if hasattr(filters, "gradient") and hasattr(filters, "apply"):
+        return filters          # any regulariser object of leap.algorithms' protocol
+    raise TypeError(f"{name}: filters must be a filterSequence, got {type(filters).__name__}")
+
+
+def _tv_beta(beta):
+    # LEAP's TV routines treat beta <= 0 as 1.
+    beta = float(beta)
+    return beta if beta > 0 else 1.0
+
+
+class IterativeMethodsMixin:
+    """Iterative reconstruction and regularisation for ``tomographicModels``.
+
+    Needs ``core_geometry()``, ``core_volume()`` and ``allocate_volume()`` from the class
+    it is mixed into.
+    """
+
+    # ------------------------------------------------------------- helpers
+    def _operator(self):
+        return _alg.CTOperator(self.core_geometry(), self.core_volume())
+
+    def set_numTVneighbors(self, N):
+        """Neighbourhood of the 3-D TV functions: 6 (faces) or 26 (faces, edges, corners)."""
+        if isinstance(N, bool) or N not in (6, 26):
+            raise ValueError(f"the number of TV neighbours must be 6 or 26, got {N!r}")
+        self._num_tv_neighbors = int(N)
+        return True
+
+    def get_numTVneighbors(self):
+        """The TV neighbourhood size (26 unless set with :meth:`set_numTVneighbors`)."""
+        return getattr(self, "_num_tv_neighbors", 26)
+
+    def sensitivity(self, f=None):
+        """Back-projection of all-ones projections, ``Pᵀ1``, into ``f`` (allocated when
+        None); returns ``f``."""
+        from .algorithms._array import prepare
+        if f is None:
+            f = self.allocate_volume()
+        xp, op, fv = prepare(self._operator(), f)
+        op.adjoint(xp.ones(op.range_shape, dtype=xp.float32), out=fv)
+        return f
+
+    def breakIntoSubsets(self, g, numSubsets):
+        """Projections split into ``numSubsets`` interleaved view subsets (views m, m+M,
+        …) as a list of C-contiguous arrays."""
+        if isinstance(numSubsets, bool) or not isinstance(numSubsets, numbers.Integral) \
+                or numSubsets <= 0:
+            raise ValueError(f"numSubsets must be a positive integer, got {numSubsets!r}")
+        if getattr(g, "ndim", 0) != 3:
+            raise ValueError("g must be a 3-D projection array (numAngles, numRows, numCols)")
+        from .algorithms._array import computable
+        g = computable(g)
+        xp = _alg.array_namespace(g)
+        M = int(numSubsets)
+        return [xp.ascontiguousarray(g[m::M], dtype=xp.float32) for m in range(M)]
+
+    # ---------------------------------------------------- algebraic methods
+    def SIRT(self, g, f, numIter, mask=None, *, progress=True, callback=None):
+        r"""Simultaneous Iterative Reconstruction Technique: SART with one subset,
+
+        .. math:: f \leftarrow f + \frac{0.9}{P^T 1} P^T\left[\frac{g - Pf}{P1}\right]
+
+        ``mask`` (projections' shape; 0 = pixel not used) is optional; negatives are set
+        to 0. ``callback`` gets ``½ Σ mask·(Pf − g)²/P1``. Returns ``f``.
+        """
+        return _alg.sirt(self._operator(), g, f, numIter, mask=mask, nonnegative=True,
+                         progress=progress, callback=callback)
+
+    def SART(self, g, f, numIter, numSubsets=1, mask=None, nonnegativityConstraint=True, *,
+             progress=True, callback=None):
+        """Simultaneous Algebraic Reconstruction Technique: SIRT updates over
+        ``numSubsets`` interleaved view subsets in turn. Returns ``f`` (updated in place).
+        See :func:`leap.algorithms.sart`."""
+        return _alg.sart(self._operator(), g, f, numIter, numSubsets, mask=mask,
+                         nonnegative=bool(nonnegativityConstraint), progress=progress,
+                         callback=callback)
+
+    def ASDPOCS(self, g, f, numIter, numSubsets, numTV, filters=None, mask=None,
+                nonnegativityConstraint=True, *, progress=True, callback=None):
+        """Adaptive Steepest Descent – POCS (LEAP's iTV variant): SART passes alternated
+        with ``numTV`` applications of ``filters`` (default: TV diffusion with delta = 0;
+        a number is taken as TV's delta; any filterSequence, including non-differentiable
+        filters, works). Returns ``f``. See :func:`leap.algorithms.asd_pocs`."""
+        if filters is None:
+            filters = filterSequence()
+            filters.append(TV(self, delta=0.0))
+        elif isinstance(filters, numbers.Real) and not isinstance(filters, bool):
+            delta = float(filters)
+            filters = filterSequence()
+            filters.append(TV(self, delta=delta))
+        else:
+            filters = _filters(filters, "ASDPOCS")
+        return _alg.asd_pocs(self._operator(), g, f, numIter, numSubsets, numTV, filters,
+                             mask=mask, nonnegative=bool(nonnegativityConstraint),
+                             progress=progress, callback=callback)
+
+    # ------------------------------------------------------------ EM methods
+    def MLEM(self, g, f, numIter, filters=None, mask=None, *, progress=True, callback=None):
+        r"""Maximum Likelihood – Expectation Maximization,
+
+        .. math:: f \leftarrow \frac{f}{P^T 1 + R'(f)} P^T\left[\frac{g}{Pf}\right]
+
+        Differentiable ``filters`` enter through R' (one-step-late); non-differentiable
+        ones are applied after each update, blended with weight ``filters.beta`` when it
+        is below 1. An all-zero ``f`` starts from ones. ``callback`` gets the
+        Kullback–Leibler data fit. Returns ``f``.
+        """
+        seq = _filters(filters, "MLEM")
+        blend = getattr(seq, "beta", 1.0) if seq is not None else 0.0
+        return _alg.mlem(self._operator(), g, f, numIter, regularizer=seq, mask=mask,
+                         blend=blend, progress=progress, callback=callback)
+
+    def OSEM(self, g, f, numIter, numSubsets=1, filters=None, mask=None, *, progress=True,
+             callback=None):
+        """Ordered Subsets – Expectation Maximization: MLEM updates over ``numSubsets``
+        interleaved view subsets in turn. Returns ``f``. See :meth:`MLEM`."""
+        seq = _filters(filters, "OSEM")
+        blend = getattr(seq, "beta", 1.0) if seq is not None else 0.0
+        return _alg.osem(self._operator(), g, f, numIter, numSubsets, regularizer=seq,
+                         mask=mask, blend=blend, progress=progress, callback=callback)
+
+    def MLTR(self, g, f, numIter, numSubsets=1, filters=None, mask=None, *, progress=True,
+             callback=None):
+        """Maximum Likelihood Transmission reconstruction for low-count data (Poisson
+        transmission model, ``t = exp(−g)``). ``g`` is not modified (LEAP converts it in
+        place and back). Returns ``f``. See :func:`leap.algorithms.mltr`."""
+        return _alg.mltr(self._operator(), g, f, numIter, numSubsets,
+                         regularizer=_filters(filters, "MLTR"), mask=mask, progress=progress,
+                         callback=callback)
+
+    # ------------------------------------------------------ least squares
+    def _default_weights(self, g):
+        """LEAP's default WLS weights: ``exp(−blur₂D(g, FWHM 3))``."""
+        from .algorithms._array import computable
+        g = computable(g)
+        xp = _alg.array_namespace(g)
+        return xp.exp(-_reg.blur(g, 3.0, num_dims=2)).astype(xp.float32)
+
+    def LS(self, g, f, numIter, preconditioner=None, nonnegativityConstraint=True, *,
+           progress=True, callback=None):
+        r"""Least Squares, :math:`\frac12\|Pf - g\|^2`, by preconditioned conjugate
+        gradients; ``preconditioner`` is None, 'SQS', 'RAMP' or 'SARR'. Returns ``f``."""
+        return self._rwls("LS", g, f, numIter, None, 1.0, preconditioner,
+                          nonnegativityConstraint, progress, callback)
+
+    def WLS(self, g, f, numIter, W=None, preconditioner=None, nonnegativityConstraint=True, *,
+            progress=True, callback=None):
+        r"""Weighted Least Squares, :math:`\frac12 (Pf-g)^T W (Pf-g)`; ``W`` defaults to
+        ``exp(−g)`` (smoothed), and can mask out bad data. Returns ``f``."""
+        return self._rwls("WLS", g, f, numIter, None, W, preconditioner,
+                          nonnegativityConstraint, progress, callback)
+
+    def RLS(self, g, f, numIter, filters=None, preconditioner=None, nonnegativityConstraint=True,
+            *, progress=True, callback=None):
+        r"""Regularized Least Squares, :math:`\frac12\|Pf - g\|^2 + R(f)` with R given by
+        ``filters`` (a filterSequence). Returns ``f``."""
+        return self._rwls("RLS", g, f, numIter, filters, 1.0, preconditioner,
+                          nonnegativityConstraint, progress, callback)
+
+    def RWLS(self, g, f, numIter, filters=None, W=None, preconditioner=None,
+             nonnegativityConstraint=True, *, progress=True, callback=None):
+        r"""Regularized Weighted Least Squares,
+
+        .. math:: C(f) = \frac12 (Pf - g)^T W (Pf - g) + R(f),
+
+        by preconditioned conjugate gradients. ``filters``: a filterSequence (its
+        differentiable filters make R); ``W``: weights of g's shape (default
+        ``exp(−g)``, smoothed; LEAP's choice), or a scalar; ``preconditioner``: None,
+        'SQS' (``1/PᵀWP1``), 'RAMP' or 'SARR'. A non-zero ``f`` is the starting point
+        (scaled to fit the data first). ``callback`` gets ``½(Pf−g)ᵀW(Pf−g)``; the
+        regularizer's part is ``filters.cost(f)``. Returns ``f``.
+        """
+        return self._rwls("RWLS", g, f, numIter, filters, W, preconditioner,
+                          nonnegativityConstraint, progress, callback)
+
+    def _rwls(self, name, g, f, numIter, filters, W, preconditioner, nonnegativityConstraint,
+              progress, callback):
+        seq = _filters(filters, name)
+        if W is None:
+            W = self._default_weights(g)
+        return _alg.rwls(self._operator(), g, f, numIter, regularizer=seq, weights=W,
+                         preconditioner=preconditioner,
+                         nonnegative=bool(nonnegativityConstraint), progress=progress,
+                         callback=callback, name=name)
+
+    # ------------------------------------------------------------------- TV
+    def TVcost(self, f, delta, beta=0.0, p=1.2):
+        r"""Anisotropic TV functional of any 2-D/3-D array,
+        :math:`\beta\sum_{\{i,j\}}\|i-j\|^{-1}h(f_i - f_j)` over neighbour pairs (see
+        :mod:`leap.regularization`; ``beta`` ≤ 0 counts as 1, as in LEAP). Each pair is
+        counted once, so the value is half LEAP's (whose gradient counts it once too)."""
+        return _reg.tv_cost(f, delta, _tv_beta(beta), p, neighbors=self.get_numTVneighbors())
+
+    def TVgradient(self, f, delta, beta=0.0, p=1.2):
+        """Gradient of :meth:`TVcost` (a new array; LEAP's values)."""
+        return _reg.tv_gradient(f, delta, _tv_beta(beta), p, neighbors=self.get_numTVneighbors())
+
+    def TVquadForm(self, f, d, delta, beta=0.0, p=1.2):
+        """``dᵀ H d`` for the quadratic surrogate of :meth:`TVcost` at ``f`` (h'' replaced
+        by h'(t)/t, an upper bound); half LEAP's number, like the cost."""
+        return _reg.tv_quad_form(f, d, delta, _tv_beta(beta), p,
+                                 neighbors=self.get_numTVneighbors())
+
+    def diffuse(self, f, delta, numIter, p=1.2):
+        """``numIter`` TV steepest-descent steps on ``f`` in place (LEAP's step size);
+        returns ``f``."""
+        return _reg.tv_diffuse(f, delta, numIter, p, neighbors=self.get_numTVneighbors(), out=f)
+
+    def TV_denoise(self, f, delta, beta, numIter, p=1.2, meanOverFirstDim=False):
+        """TV denoising of ``f`` in place: ``numIter`` surrogate descent steps on
+        ``½‖x − f‖² + TV(x)`` (``beta`` the TV strength); returns ``f``."""
+        return _reg.tv_denoise(f, delta, beta, numIter, p, neighbors=self.get_numTVneighbors(),
+                               mean_over_first_dim=bool(meanOverFirstDim), out=f)
+
+    # -------------------------------------------------------------- filters
+    def BlurFilter(self, f, FWHM=2.0):
+        """Low-pass filter ``f`` in place (raised cosine, FWHM in voxels); returns ``f``."""
+        return _reg.blur(f, FWHM, out=f)
+
+    LowPassFilter = BlurFilter
+
+    def HighPassFilter(self, f, FWHM=2.0):
+        """``f − BlurFilter(f)``, in place; returns ``f``."""
+        return _reg.high_pass(f, FWHM, out=f)
+
+    def BlurFilter2D(self, f, FWHM=2.0):
+        """:meth:`BlurFilter` within each slice ``f[k]``."""
+        return _reg.blur(f, FWHM, num_dims=2, out=f)
+
+    LowPassFilter2D = BlurFilter2D
+
+    def HighPassFilter2D(self, f, FWHM=2.0):
+        return _reg.high_pass(f, FWHM, num_dims=2, out=f)
+
+    def MedianFilter(self, f, threshold=0.0, windowSize=3):
+        """Thresholded 3-D median filter (3×3×3 or 3×5×5), in place; returns ``f``."""
+        return _reg.median(f, threshold, windowSize, out=f)
+
+    def MedianFilter2D(self, f, threshold=0.0, windowSize=3):
+        """Thresholded median filter within each slice (3, 5 or 7 wide), in place."""
+        return _reg.median(f, threshold, windowSize, num_dims=2, out=f)
+
+    def BilateralFilter(self, f, spatialFWHM, intensityFWHM, scale=1.0):
+        """Bilateral filter, in place; returns ``f``."""
+        return _reg.bilateral(f, spatialFWHM, intensityFWHM, scale=scale, out=f)
+
+    def PriorBilateralFilter(self, f, spatialFWHM, intensityFWHM, prior=None):
+        """Bilateral filter whose intensity weights compare values of ``prior`` (an array;
+        a number or None: as :meth:`BilateralFilter` with that scale)."""
+        if prior is None or isinstance(prior, numbers.Real):
+            return self.BilateralFilter(f, spatialFWHM, intensityFWHM,
+                                        1.0 if prior is None else float(prior))
+        return _reg.bilateral(f, spatialFWHM, intensityFWHM, prior=prior, out=f)
+
+    def GuidedFilter(self, f, r, epsilon, numIter=1):
+        """Self-guided filter (radius ``r`` ≤ 10 voxels), in place; returns ``f``."""
+        return _reg.guided(f, min(int(r), 10), epsilon, numIter, out=f)
