@@ -1164,3 +1164,81 @@ class tomographicModels(DataIOMixin, IterativeMethodsMixin):
                 cx, cy = geo.axial_views().col_dir[0]
                 t = geo.sdd / (dirs[0, :, :, 0] @ np.array([-cy, cx, 0.0]))
         return org[0, :, :, 0] + t[..., None] * dirs[0, :, :, 0]
+
+    # ------------------------------------------------------------- logging
+    print_cost = False
+    print_warnings = True
+
+    def _set_log(self, level, cost, warn):
+        import logging
+        logging.getLogger("leap").setLevel(level)
+        self.print_cost, self.print_warnings = cost, warn
+        return True
+
+    def set_log_error(self):
+        """Only errors are reported."""
+        import logging
+        return self._set_log(logging.ERROR, False, False)
+
+    def set_log_warning(self):
+        """Errors and warnings (the default)."""
+        import logging
+        return self._set_log(logging.WARNING, False, True)
+
+    def set_log_status(self):
+        """Also status messages, such as the cost at every iteration."""
+        import logging
+        return self._set_log(logging.INFO, True, True)
+
+    def set_log_debug(self):
+        """Everything."""
+        import logging
+        return self._set_log(logging.DEBUG, True, True)
+
+    # ------------------------------------------------------------- cropping
+    def crop_projections(self, rowRange, colRange=None, g=None):
+        """Keep detector rows ``rowRange = [first, last]`` and columns ``colRange`` (inclusive;
+        None keeps all) and update the geometry to match. Returns the cropped copy of ``g``
+        when given, else None."""
+        geo = self._need_geometry()
+        rows = self._index_range("rowRange", rowRange, geo["numRows"])
+        cols = self._index_range("colRange", colRange, geo["numCols"])
+        if g is not None:
+            operators._check_array("g", g, self.get_projection_dim())
+        changes = dict(numRows=rows[1] - rows[0] + 1, numCols=cols[1] - cols[0] + 1)
+        if geo["geometry"] == "modular":
+            # The module centre moves to the middle of the kept pixels.
+            du = (0.5 * (cols[0] + cols[1]) - 0.5 * (geo["numCols"] - 1)) * geo["pixelWidth"]
+            dv = (0.5 * (rows[0] + rows[1]) - 0.5 * (geo["numRows"] - 1)) * geo["pixelHeight"]
+            mod = self.core_geometry()
+            changes["moduleCenters"] = (mod.module_centers + du * mod.col_vectors
+                                        + dv * mod.row_vectors).astype(np.float32)
+            changes["centerRow"] = 0.5 * (changes["numRows"] - 1)
+            changes["centerCol"] = 0.5 * (changes["numCols"] - 1)
+        else:
+            changes["centerRow"] = geo["centerRow"] - rows[0]
+            changes["centerCol"] = geo["centerCol"] - cols[0]
+        self._update(**changes)
+        if g is None:
+            return None
+        return np.ascontiguousarray(g[:, rows[0]:rows[1] + 1, cols[0]:cols[1] + 1], dtype=np.float32)
+
+    cropProjections = crop_projections
+
+    def cropRows(self, rowRange, g=None):
+        return self.crop_projections(rowRange, None, g)
+
+    def cropCols(self, colRange, g=None):
+        return self.crop_projections(None, colRange, g)
+
+    crop_rows = cropRows
+    crop_cols = cropCols
+
+    @staticmethod
+    def _index_range(name, r, n):
+        if r is None:
+            return 0, n - 1
+        r = [int(v) for v in np.asarray(r).ravel()]
+        if len(r) != 2 or not 0 <= r[0] <= r[1] <= n - 1:
+            raise ValueError(f"{name} must be [first, last] with 0 <= first <= last <= {n - 1}, got {r}")
+        return r[0], r[1]

@@ -189,3 +189,28 @@ def test_display_sketch_and_transmission_helpers(monkeypatch):
         leapct.set_projector("Siddon")
     with pytest.warns(RuntimeWarning):
         leapct.set_projector("VD")
+
+
+def test_crop_projections_keeps_the_geometry_consistent():
+    for modular in (False, True):
+        leapct = tomographicModels()
+        leapct.set_conebeam(6, 10, 16, 1.0, 1.0, 4.5, 7.5, leapct.setAngleArray(6, 360.0), 200.0, 400.0)
+        if modular:
+            leapct.convert_to_modularbeam()
+        leapct.set_volume(6, 6, 6, 0.5, 0.5)      # inside the cropped detector's field of view
+        f = np.random.default_rng(0).random(leapct.get_volume_dim()).astype(np.float32)
+        g = leapct.project(leapct.allocate_projections(), f)
+        gc = leapct.crop_projections([2, 7], [3, 12], g)
+        assert gc.shape == (6, 6, 10) and leapct.get_projection_dim() == (6, 6, 10)
+        g2 = leapct.project(leapct.allocate_projections(), f)
+        np.testing.assert_allclose(g2, gc, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="rowRange"):
+        leapct.crop_projections([3, 99])
+
+
+def test_log_levels_set_print_cost():
+    leapct = tomographicModels()
+    leapct.set_log_status()
+    assert leapct.print_cost
+    leapct.set_log_warning()
+    assert not leapct.print_cost
