@@ -6,3 +6,6 @@ from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Vo
 from .operators import backproject, project
 
 __version__ = "0.1.0"
+
+__all__ = ["ConeBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam", "Volume",
+           "backproject", "project"]

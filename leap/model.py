@@ -1108,8 +1108,8 @@ class tomographicModels(DataIOMixin, IterativeMethodsMixin):
             if not 0 <= int(a) < geo.num_angles:
                 raise ValueError(f"whichView must be in [0, {geo.num_angles}), got {a}")
             org, dirs = pixel_rays(geo[int(a)])
-            d = geo.detector
-            # Pixel centres: for divergent beams along the rays at the detector distance.
+            # Detector outline: parallel beams at a distance beyond the volume, divergent
+            # beams at the pixel centres.
             if isinstance(geo, ParallelBeam):
                 corners = org[0, [0, 0, -1, -1, 0], [0, -1, -1, 0, 0], 0] + 2 * self._extent() * dirs[0, 0, 0, 0]
                 ax.plot(*corners.T, "b-")

@@ -190,3 +190,57 @@ def modular_footprint(px, py, pz, sx, sy, sz, su, sv, n0, n1, n2, dn,
     if va > vb:
         va, vb = vb, va
     return ua, ub, va, vb, math.sqrt(dx * dx + dy * dy + dz * dz) / big
+
+
+def row_mapping(z0, voxel_height, source_z, dist, sdd, magnify_z, pixel_height, center_row):
+    """Axial family: row coordinate A of the bottom edge of voxel 0 of a column and the
+    row step B per voxel (the column's voxel k covers rows ``[A + kB, A + (k+1)B]``).
+
+    ``dist`` is the magnifying distance from :func:`axial_column_footprint`; without
+    magnification (parallel and fan beams) rows are z itself.
+    """
+    if magnify_z:
+        mag = sdd / dist
+    else:
+        mag = 1.0
+    A = (z0 - 0.5 * voxel_height - source_z) * mag / pixel_height + center_row
+    B = voxel_height * mag / pixel_height
+    return A, B
+
+
+def direct_shift(magnify_z, A, B):
+    """``(True, j − k)`` when voxel k covers exactly row j for every column (no
+    magnification, B == 1, A + ½ an integer), else ``(False, 0)``."""
+    if magnify_z or B != 1.0:
+        return False, 0
+    s = A + 0.5
+    if abs(s) > 1e9 or s != math.floor(s):
+        return False, 0
+    return True, int(s)
+
+
+def column_range(c_lo, c_hi, ncols):
+    """Pixels ``i0..i1`` (clamped to the detector) that ``[c_lo, c_hi]`` may meet;
+    ``i0 > i1`` when none. Clamping before ``floor`` keeps huge values finite ints."""
+    lo = min(max(c_lo + 0.5, -1.0), ncols + 1.0)
+    hi = min(max(c_hi + 0.5, -1.0), ncols + 1.0)
+    i0 = max(int(math.floor(lo)), 0)
+    i1 = min(int(math.floor(hi)), ncols - 1)
+    return i0, i1
+
+
+def modular_view_frame(sources, centers, rows, cols, a):
+    """The per-view quantities :func:`modular_footprint` takes, for view ``a``:
+    source, (source − centre)·col and ·row, normal n = col × row, (centre − source)·n,
+    and the column and row unit vectors."""
+    sx, sy, sz = sources[a, 0], sources[a, 1], sources[a, 2]
+    e0, e1, e2 = cols[a, 0], cols[a, 1], cols[a, 2]
+    r0, r1, r2 = rows[a, 0], rows[a, 1], rows[a, 2]
+    n0 = e1 * r2 - e2 * r1
+    n1 = e2 * r0 - e0 * r2
+    n2 = e0 * r1 - e1 * r0
+    qx, qy, qz = sx - centers[a, 0], sy - centers[a, 1], sz - centers[a, 2]
+    su = qx * e0 + qy * e1 + qz * e2
+    sv = qx * r0 + qy * r1 + qz * r2
+    dn = -(qx * n0 + qy * n1 + qz * n2)
+    return sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2

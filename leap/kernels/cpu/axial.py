@@ -54,8 +54,9 @@ import numpy as np
 from numba import prange
 
 from ..footprints import PARALLEL
-from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_column_footprint, overlap,
-                   parallel_column_footprint, parallel_view_constants)
+from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_column_footprint, column_range,
+                   direct_shift, overlap, parallel_column_footprint, parallel_view_constants,
+                   row_mapping)
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap_columns: i0 ∈ [-1, ncols], i0 + 1).
@@ -114,30 +115,8 @@ def projection_row_cumsum(g, row_factor):
     return G
 
 
-@numba.njit(**_inline)
-def _row_mapping(z0, voxel_height, source_z, dist, sdd, magnify_z, pixel_height, center_row):
-    """Row coordinate A of the bottom of voxel 0 and row step B per voxel."""
-    if magnify_z:
-        mag = sdd / dist
-    else:
-        mag = 1.0
-    A = (z0 - 0.5 * voxel_height - source_z) * mag / pixel_height + center_row
-    B = voxel_height * mag / pixel_height
-    return A, B
 
 
-@numba.njit(**_inline)
-def _direct_shift(magnify_z, A, B):
-    """Row offset ``j - k`` if voxel k covers exactly row j for every column, else a flag.
-
-    Returns (True, shift) when z is not magnified, B == 1 and A + 0.5 is an integer.
-    """
-    if magnify_z or B != 1.0:
-        return False, 0
-    s = A + 0.5
-    if s != math.floor(s) or abs(s) > 1e9:
-        return False, 0
-    return True, int(s)
 
 
 @numba.njit(**_inline)
@@ -261,14 +240,6 @@ def _two_tap(c_lo, c_hi, ncols):
     return fl, o0, o1
 
 
-@numba.njit(**_inline)
-def _column_range(c_lo, c_hi, ncols):
-    """Pixels ``i0..i1`` (clamped to the detector) that ``[c_lo, c_hi]`` may meet."""
-    f0 = max(np.floor(c_lo + 0.5), 0.0)
-    f1 = min(np.floor(c_hi + 0.5), ncols - 1.0)
-    if f0 > f1:
-        return 0, -1
-    return int(f0), int(f1)
 
 
 # --------------------------------------------------------------------------------------
@@ -287,9 +258,9 @@ def _slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height
         return False, 0, 0
     shift0 = 0
     for a in range(col_dir.shape[0]):
-        A, B = _row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
+        A, B = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
                             center_row)
-        direct, shift = _direct_shift(False, A, B)
+        direct, shift = direct_shift(False, A, B)
         if not direct or (a > 0 and shift != shift0):
             return False, 0, 0
         shift0 = shift
@@ -436,8 +407,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
     nrows, ncols = ga.shape
     acc[:, :] = 0.0
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
-    A, B = _row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
-    direct, shift = _direct_shift(magnify_z, A, B)
+    A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
+    direct, shift = direct_shift(magnify_z, A, B)
     # Direct rows: slices k0 <= k < k1 land on rows k + shift of the detector.
     k0 = max(0, -shift)
     k1 = min(nz, nrows - shift)
@@ -468,7 +439,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
                         acc[r0, k + shift] += w0 * v
                         acc[r0 + 1, k + shift] += w1 * v
                 else:
-                    i0, i1 = _column_range(c_lo, c_hi, ncols)
+                    i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
@@ -478,7 +449,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
                             acc[i + GUARD_LO, k + shift] += w * v
                 continue
             if magnify_z:
-                A, B = _row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
+                A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
                                     pixel_height, center_row)
             fj0 = max(0.0, np.floor(A + 0.5))
             fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5))
@@ -511,7 +482,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
                         a0[j] += w0 * r
                         a1[j] += w1 * r
             else:
-                i0, i1 = _column_range(c_lo, c_hi, ncols)
+                i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
                     if w == 0.0:
@@ -587,9 +558,9 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
         zs = source_z[a]
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        A, B = _row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
+        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
                             center_row)
-        direct, shift = _direct_shift(magnify_z, A, B)
+        direct, shift = direct_shift(magnify_z, A, B)
         k0 = max(0, -shift)
         k1 = min(nz, nrows - shift)
         if direct and k0 >= k1:
@@ -618,7 +589,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
                         col[k] += (w0 * (np.float64(g0[j + 1]) - np.float64(g0[j]))
                                    + w1 * (np.float64(g1[j + 1]) - np.float64(g1[j])))
                 else:
-                    i0, i1 = _column_range(c_lo, c_hi, ncols)
+                    i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
@@ -629,7 +600,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
                             col[k] += w * (np.float64(gi[j + 1]) - np.float64(gi[j]))
                 continue
             if magnify_z:
-                A, B = _row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
+                A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
                                     pixel_height, center_row)
             # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
             # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
@@ -657,7 +628,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
                     for k in range(kb0, kb1):
                         col[k] += E[k + 1] - E[k]
             else:
-                i0, i1 = _column_range(c_lo, c_hi, ncols)
+                i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                     if w == 0.0:

@@ -20,6 +20,10 @@ interp_cumulative = device(_fp.interp_cumulative)
 modular_footprint = device(_fp.modular_footprint)
 parallel_view_constants = device(_fp.parallel_view_constants)
 parallel_column_footprint = device(_fp.parallel_column_footprint)
+row_mapping = device(_fp.row_mapping)
+direct_shift = device(_fp.direct_shift)
+column_range = device(_fp.column_range)
+modular_view_frame = device(_fp.modular_view_frame)
 
 #: Threads per block for 1-D launches and the 2-D/3-D block shape (x fastest: voxel or
 #: detector column index, so neighbouring threads touch neighbouring addresses).

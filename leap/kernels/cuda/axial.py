@@ -31,46 +31,20 @@ import numpy as np
 from numba import cuda, float32, float64
 
 from ..footprints import PARALLEL
-from ._jit import (BLOCK_2D, BLOCK_3D, KERNEL, THREADS_1D, axial_column_footprint, blocks, device,
-                   interp_cumulative, overlap, parallel_column_footprint,
-                   parallel_view_constants)
+from ._jit import (BLOCK_2D, BLOCK_3D, KERNEL, THREADS_1D, axial_column_footprint, blocks,
+                   column_range, device, direct_shift, interp_cumulative, overlap,
+                   parallel_column_footprint, parallel_view_constants, row_mapping)
 
 #: Slices per back-projector thread (boundary values shared between neighbours).
 KBLOCK = 8
 
 
 # ------------------------------------------------------------------ device helpers
-# Same arithmetic as the CPU kernel's _row_mapping / _direct_shift / _column_range.
-
-@device
-def _row_mapping(z0, voxel_height, source_z, dist, sdd, magnify_z, pixel_height, center_row):
-    if magnify_z:
-        mag = sdd / dist
-    else:
-        mag = 1.0
-    A = (z0 - 0.5 * voxel_height - source_z) * mag / pixel_height + center_row
-    B = voxel_height * mag / pixel_height
-    return A, B
 
 
-@device
-def _direct_shift(magnify_z, A, B):
-    if magnify_z or B != 1.0:
-        return False, 0
-    s = A + 0.5
-    if abs(s) > 1e9 or s != math.floor(s):
-        return False, 0
-    return True, int(s)
 
 
-@device
-def _column_range(c_lo, c_hi, ncols):
-    """Pixels i0..i1 (clamped to the detector) that [c_lo, c_hi] may meet; i0 > i1 if none."""
-    lo = min(max(c_lo + 0.5, -1.0), ncols + 1.0)
-    hi = min(max(c_hi + 0.5, -1.0), ncols + 1.0)
-    i0 = max(int(math.floor(lo)), 0)
-    i1 = min(int(math.floor(hi)), ncols - 1)
-    return i0, i1
+
 
 
 @device
@@ -153,11 +127,11 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
         return
     if dist_sod > 0.0:
         weight *= dist_sod / (dist_sod - (x * cy - y * cx))
-    i0, i1 = _column_range(c_lo, c_hi, ncols)
+    i0, i1 = column_range(c_lo, c_hi, ncols)
     if i0 > i1:
         return
-    A, B = _row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
-    direct, shift = _direct_shift(magnify_z, A, B)
+    A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
+    direct, shift = direct_shift(magnify_z, A, B)
     if direct:
         k0 = max(0, -shift)
         k1 = min(nz, nrows - shift)
@@ -171,7 +145,7 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
                 cuda.atomic.add(g, (a, j, i), float32(w * v * row_factor[j]))
         return
     if magnify_z:
-        A, B = _row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
+        A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
                             center_row)
     fj0 = max(0.0, math.floor(A + 0.5))
     fj1 = min(nrows - 1.0, math.floor(A + nz * B + 0.5))
@@ -252,12 +226,12 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, mod
             continue
         if dist_sod > 0.0:
             weight *= dist_sod / (dist_sod - (x * cy - y * cx))
-        i0, i1 = _column_range(c_lo, c_hi, ncols)
+        i0, i1 = column_range(c_lo, c_hi, ncols)
         if i0 > i1:
             continue
-        A, B = _row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
+        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
                             center_row)
-        direct, shift = _direct_shift(magnify_z, A, B)
+        direct, shift = direct_shift(magnify_z, A, B)
         if direct:
             k0 = max(ks, -shift)
             k1 = min(ke, nrows - shift)
@@ -270,7 +244,7 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, mod
                     acc[k - ks] += w * (float64(G[a, j + 1, i]) - float64(G[a, j, i]))
             continue
         if magnify_z:
-            A, B = _row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
+            A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
                                 center_row)
         inv_b = 1.0 / B
         kb0 = int(max(math.floor(max((-0.5 - A) * inv_b, -1.0)), float(ks)))

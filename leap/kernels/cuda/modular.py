@@ -14,23 +14,10 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ._jit import BLOCK_3D, KERNEL, blocks, device, modular_footprint, overlap
+from ._jit import BLOCK_3D, KERNEL, blocks, modular_footprint, modular_view_frame, overlap
 from .axial import zero
 
 
-@device
-def _view_frame(sources, centers, rows, cols, a):
-    sx, sy, sz = sources[a, 0], sources[a, 1], sources[a, 2]
-    e0, e1, e2 = cols[a, 0], cols[a, 1], cols[a, 2]
-    r0, r1, r2 = rows[a, 0], rows[a, 1], rows[a, 2]
-    n0 = e1 * r2 - e2 * r1
-    n1 = e2 * r0 - e0 * r2
-    n2 = e0 * r1 - e1 * r0
-    qx, qy, qz = sx - centers[a, 0], sy - centers[a, 1], sz - centers[a, 2]
-    su = qx * e0 + qy * e1 + qz * e2
-    sv = qx * r0 + qy * r1 + qz * r2
-    dn = -(qx * n0 + qy * n1 + qz * n2)
-    return sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2
 
 
 @cuda.jit(**KERNEL)
@@ -45,7 +32,7 @@ def _project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_
     half_h = 0.5 * voxel_height
     cc = 0.5 * (ncols - 1)
     cr = 0.5 * (nrows - 1)
-    sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = _view_frame(
+    sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = modular_view_frame(
         sources, centers, rows, cols, a)
     x = x0 + ix * voxel_width
     y = y0 + iy * voxel_width
@@ -94,7 +81,7 @@ def _backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vo
     z = z0 + k * voxel_height
     total = 0.0
     for a in range(na):
-        sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = _view_frame(
+        sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = modular_view_frame(
             sources, centers, rows, cols, a)
         ua, ub, va, vb, l = modular_footprint(x, y, z, sx, sy, sz, su, sv, n0, n1, n2, dn,
                                               e0, e1, e2, r0, r1, r2, half_w, half_h)
