@@ -1242,3 +1242,41 @@ class tomographicModels(DataIOMixin, IterativeMethodsMixin):
         if len(r) != 2 or not 0 <= r[0] <= r[1] <= n - 1:
             raise ValueError(f"{name} must be [first, last] with 0 <= first <= last <= {n - 1}, got {r}")
         return r[0], r[1]
+
+    # ------------------------------------------------------- copies and chunks
+    def copy_parameters(self, leapct):
+        """Copy geometry, volume, options and phantom from another tomographicModels."""
+        import copy
+        if not isinstance(leapct, tomographicModels):
+            raise TypeError(f"copy_parameters needs a tomographicModels, got {type(leapct).__name__}")
+        for key, value in vars(leapct).items():
+            if key != "param_id":
+                setattr(self, key, copy.deepcopy(value))
+        return True
+
+    def rowRangeNeededForBackprojection(self):
+        """``[first, last]`` detector rows that the current volume's voxels project onto
+        (what a slab of the volume needs from the projections)."""
+        geo, vol = self.core_geometry(), self.core_volume()
+        d = geo.detector
+        z = vol.z_samples()
+        zlo, zhi = z[0] - 0.5 * vol.voxel_height, z[-1] + 0.5 * vol.voxel_height
+        if isinstance(geo, ConeBeam) and geo.tilt == 0.0:
+            r = min(vol.max_radius(), geo.fov_radius())
+            zs = geo.source_z()
+            ts = []
+            for dist in (geo.sod - r, geo.sod + r):
+                mag = geo.sdd / dist
+                ts += [(zlo - zs.max()) * mag, (zlo - zs.min()) * mag,
+                       (zhi - zs.max()) * mag, (zhi - zs.min()) * mag]
+            tlo, thi = min(ts), max(ts)
+        elif isinstance(geo, (ParallelBeam, FanBeam)):
+            tlo, thi = zlo, zhi
+        else:
+            return [0, d.num_rows - 1]
+        first = int(math.floor(tlo / d.pixel_height + d.center_row + 0.5))
+        last = int(math.floor(thi / d.pixel_height + d.center_row + 0.5))
+        first, last = max(first, 0), min(last, d.num_rows - 1)
+        if first > last:
+            raise ValueError("the volume projects onto no detector row")
+        return [first, last]

@@ -214,3 +214,26 @@ def test_log_levels_set_print_cost():
     assert leapct.print_cost
     leapct.set_log_warning()
     assert not leapct.print_cost
+
+
+def test_copy_parameters_and_slab_rows():
+    """LEAP's sub-chunking recipe: copy a model, keep a slab of slices, crop the rows it
+    needs, and FBP gives the same slices as the whole volume."""
+    leapct = tomographicModels()
+    leapct.set_conebeam(90, 32, 48, 1.0, 1.0, 15.5, 23.5, leapct.setAngleArray(90, 360.0), 300.0, 600.0)
+    leapct.set_default_volume()
+    leapct.addObject(None, 0, [0.0, 0.0, 0.0], [8.0, 8.0, 6.0], 0.02)
+    g = leapct.rayTrace()
+    full = leapct.FBP(g)
+    chunk = tomographicModels()
+    chunk.copy_parameters(leapct)
+    assert chunk.core_geometry() == leapct.core_geometry()
+    z = leapct.z_samples()
+    chunk.set_numZ(8)
+    chunk.set_offsetZ(chunk.get_offsetZ() + z[12] - chunk.get_z0())
+    rows = chunk.rowRangeNeededForBackprojection()
+    assert 0 < rows[0] <= rows[1] < 31
+    g_chunk = chunk.cropProjections(rows, None, g)
+    part = chunk.FBP(g_chunk)
+    np.testing.assert_allclose(part, full[12:20], rtol=1e-3, atol=1e-5)
+    assert leapct.get_projection_dim() == g.shape          # the original is untouched
