@@ -237,3 +237,12 @@ def test_copy_parameters_and_slab_rows():
     part = chunk.FBP(g_chunk)
     np.testing.assert_allclose(part, full[12:20], rtol=1e-3, atol=1e-5)
     assert leapct.get_projection_dim() == g.shape          # the original is untouched
+
+
+def test_star_import_hands_scripts_torch_lazily():
+    import subprocess
+    import sys
+    code = ("import sys, leapctype; assert 'torch' not in sys.modules; ns = {}; "
+            "exec('from leapctype import *', ns); "
+            "assert ns['has_torch'] == ('torch' in ns)")
+    subprocess.run([sys.executable, "-c", code], check=True)

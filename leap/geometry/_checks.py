@@ -23,6 +23,13 @@ def positive_int(name: str, value) -> int:
     return int(value)
 
 
+def integer(name: str, value) -> int:
+    """Return ``value`` as an int (any sign), or raise ``TypeError`` if it is not integral."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or float(value) != int(value):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
 def finite_float(name: str, value) -> float:
     """Return ``value`` as a finite float, or raise."""
     try:

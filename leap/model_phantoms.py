@@ -1,0 +1,121 @@
+"""Phantom methods of the LEAP facade: voxelised and analytic (ray-traced) phantoms."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import operators
+from .geometry._checks import integer as _as_int
+
+
+class PhantomMixin:
+    """``addObject``, ``set_FORBILD``, ``set_SheppLogan``, ``rayTrace`` … of
+    :class:`leap.model.tomographicModels` (built on :mod:`leap.phantoms`)."""
+
+    def _phantom_objects(self):
+        from .phantoms import Phantom
+        if self._phantom is None:
+            self._phantom = Phantom()
+        return self._phantom
+
+    def _voxelize(self, phantom, f, oversampling):
+        v = self.core_volume()
+        return phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
+                                v.voxel_height, oversampling=oversampling, out=f)
+
+    def addObject(self, f, typeOfObject, c, r, val, A=None, clip=None, oversampling=1):
+        """Add a solid to the volume ``f`` (voxelised), or, with ``f=None``, to the
+        analytic phantom used by :meth:`rayTrace`.
+
+        typeOfObject : ELLIPSOID=0, PARALLELEPIPED=1, CYLINDER_X=2, CYLINDER_Y=3,
+            CYLINDER_Z=4, CONE_X=5, CONE_Y=6, CONE_Z=7.
+        c, r : centre and radii (x, y, z), mm (a scalar means the same on all axes).
+        val : value inside the object (attenuation per mm); it replaces what is there.
+        A : (3, 3) rotation about the centre; clip : (3,) clipping planes, mm.
+        """
+        from .phantoms import Phantom, PhantomObject
+        c = [c, c, c] if np.ndim(c) == 0 else c
+        r = [r, r, r] if np.ndim(r) == 0 else r
+        kw = dict(kind=int(typeOfObject), centre=c, radii=r, value=float(val))
+        if A is not None:
+            kw["rotation"] = A
+        if clip is not None:
+            kw["clip"] = clip
+        obj = PhantomObject(**kw)
+        if f is None:
+            self._phantom_objects().add(obj)
+            return True
+        self._voxelize(Phantom([obj]), f, oversampling)
+        return True
+
+    def clearPhantom(self):
+        """Forget the analytic phantom built by addObject(None, ...) / set_FORBILD(None)."""
+        self._phantom = None
+        return True
+
+    def set_FORBILD(self, f=None, includeEar=True, oversampling=1):
+        """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom."""
+        from .phantoms import forbild_head
+        ph = forbild_head(include_ear=includeEar)
+        if f is None:
+            for obj in ph:
+                self._phantom_objects().add(obj)
+            return True
+        self._voxelize(ph, f, oversampling)
+        return f
+
+    def set_SheppLogan(self, f=None, radius=None, oversampling=1):
+        """The 3-D (modified) Shepp–Logan phantom, outer semi-axis ``radius`` mm.
+
+        By default the phantom fills 90 % of the volume's smaller in-plane half-width.
+        Voxelised into ``f``, or (f=None) added to the analytic phantom.
+        """
+        from .phantoms import shepp_logan_3d
+        if radius is None:
+            v = self.core_volume()
+            radius = 0.45 * min(v.num_x, v.num_y) * v.voxel_width
+        ph = shepp_logan_3d(radius_mm=float(radius))
+        if f is None:
+            for obj in ph:
+                self._phantom_objects().add(obj)
+            return True
+        self._voxelize(ph, f, oversampling)
+        return f
+
+    def scalePhantom(self, c):
+        """Scale the size of the analytic phantom by ``c``."""
+        if self._phantom is not None:
+            self._phantom = self._phantom.scale(c)
+        return True
+
+    def rayTrace(self, g=None, oversampling=1):
+        """Analytic simulation of the phantom built with addObject(None, ...).
+
+        As LEAP: each pixel is sampled by ``n²`` rays through equal sub-pixels (``n`` the
+        oversampling made odd, at most 11) and the value is ``−log(mean(exp(−L)))`` of
+        their line integrals L (the transmission is averaged, as a detector would).
+        Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
+        """
+        from .geometry.rays import pixel_rays
+        if self._phantom is None or len(self._phantom) == 0:
+            raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
+                               "or set_FORBILD(None) first")
+        n = _as_int("oversampling", oversampling)
+        if n < 1:
+            raise ValueError(f"oversampling must be >= 1, got {n}")
+        n = min(11, n if n % 2 == 1 else n + 1)
+        shape = self.get_projection_dim()
+        if g is None:
+            g = np.empty(shape, dtype=np.float32)
+        operators._check_array("g", g, shape)
+        geo = self.core_geometry()
+        for a in range(geo.num_angles):   # one view at a time keeps memory small
+            org, dirs = pixel_rays(geo[a], n)
+            L = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
+            L = L.reshape(org.shape[1:4])
+            if n == 1:
+                g[a] = L[..., 0]
+            else:
+                # −log of the mean transmission, computed stably about the smallest L.
+                m = L.min(axis=-1, keepdims=True)
+                g[a] = (m[..., 0] - np.log(np.mean(np.exp(-(L - m)), axis=-1)))
+        return g
