@@ -8,13 +8,11 @@ back-projector runs one row of voxels per thread.
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 from numba import prange
 
-from ._jit import PARALLEL_JIT, modular_footprint, modular_view_frame, overlap
+from ._jit import PARALLEL_JIT, column_range, modular_footprint, modular_view_frame, overlap
 
 
 
@@ -51,10 +49,8 @@ def project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_h
                     c_hi = ub / pixel_width + cc
                     r_lo = va / pixel_height + cr
                     r_hi = vb / pixel_height + cr
-                    i0 = max(0, int(math.floor(c_lo + 0.5)))
-                    i1 = min(ncols - 1, int(math.floor(c_hi + 0.5)))
-                    j0 = max(0, int(math.floor(r_lo + 0.5)))
-                    j1 = min(nrows - 1, int(math.floor(r_hi + 0.5)))
+                    i0, i1 = column_range(c_lo, c_hi, ncols)
+                    j0, j1 = column_range(r_lo, r_hi, nrows)
                     scale = val * voxel_width * l
                     for j in range(j0, j1 + 1):
                         wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5) * scale
@@ -97,10 +93,8 @@ def backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vox
                 c_hi = ub / pixel_width + cc
                 r_lo = va / pixel_height + cr
                 r_hi = vb / pixel_height + cr
-                i0 = max(0, int(math.floor(c_lo + 0.5)))
-                i1 = min(ncols - 1, int(math.floor(c_hi + 0.5)))
-                j0 = max(0, int(math.floor(r_lo + 0.5)))
-                j1 = min(nrows - 1, int(math.floor(r_hi + 0.5)))
+                i0, i1 = column_range(c_lo, c_hi, ncols)
+                j0, j1 = column_range(r_lo, r_hi, nrows)
                 s = 0.0
                 for j in range(j0, j1 + 1):
                     wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)

@@ -9,12 +9,11 @@ back-projector gathers, one thread per voxel, looping over views (no atomics).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import cuda, float32
 
-from ._jit import BLOCK_3D, KERNEL, blocks, modular_footprint, modular_view_frame, overlap
+from ._jit import (BLOCK_3D, KERNEL, blocks, column_range, modular_footprint, modular_view_frame,
+                   overlap)
 from .axial import zero
 
 
@@ -49,10 +48,8 @@ def _project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_
         c_hi = ub / pixel_width + cc
         r_lo = va / pixel_height + cr
         r_hi = vb / pixel_height + cr
-        i0 = max(0, int(math.floor(min(max(c_lo + 0.5, -1.0), ncols + 1.0))))
-        i1 = min(ncols - 1, int(math.floor(min(max(c_hi + 0.5, -1.0), ncols + 1.0))))
-        j0 = max(0, int(math.floor(min(max(r_lo + 0.5, -1.0), nrows + 1.0))))
-        j1 = min(nrows - 1, int(math.floor(min(max(r_hi + 0.5, -1.0), nrows + 1.0))))
+        i0, i1 = column_range(c_lo, c_hi, ncols)
+        j0, j1 = column_range(r_lo, r_hi, nrows)
         scale = val * voxel_width * l
         for j in range(j0, j1 + 1):
             wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5) * scale
@@ -91,10 +88,8 @@ def _backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vo
         c_hi = ub / pixel_width + cc
         r_lo = va / pixel_height + cr
         r_hi = vb / pixel_height + cr
-        i0 = max(0, int(math.floor(min(max(c_lo + 0.5, -1.0), ncols + 1.0))))
-        i1 = min(ncols - 1, int(math.floor(min(max(c_hi + 0.5, -1.0), ncols + 1.0))))
-        j0 = max(0, int(math.floor(min(max(r_lo + 0.5, -1.0), nrows + 1.0))))
-        j1 = min(nrows - 1, int(math.floor(min(max(r_hi + 0.5, -1.0), nrows + 1.0))))
+        i0, i1 = column_range(c_lo, c_hi, ncols)
+        j0, j1 = column_range(r_lo, r_hi, nrows)
         s = 0.0
         for j in range(j0, j1 + 1):
             wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
