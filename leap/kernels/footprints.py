@@ -244,3 +244,47 @@ def modular_view_frame(sources, centers, rows, cols, a):
     sv = qx * r0 + qy * r1 + qz * r2
     dn = -(qx * n0 + qy * n1 + qz * n2)
     return sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2
+
+
+def make_modular_kernels(jit, overlap, column_range):
+    """Build and compile, with one target's ``jit`` decorator, the modular pixel-box
+    and gather functions on top of that target's compiled ``overlap`` and
+    ``column_range`` (plain functions cannot call plain functions under Numba, so the
+    composites are made per target: CPU ``_jit`` and CUDA ``_jit``).
+
+    Returns ``(modular_box, modular_gather)``:
+
+    * ``modular_box(ua, ub, va, vb, pixel_width, pixel_height, ncols, nrows)`` → the
+      footprint in fractional pixel indices ``(c_lo, c_hi, r_lo, r_hi)`` and the pixels
+      it may meet, ``i0..i1`` × ``j0..j1`` (module centre at the middle of the grid);
+    * ``modular_gather(g, a, ua, ub, va, vb, pixel_width, pixel_height)`` → the
+      footprint-weighted sum of view ``a`` of g (na, nrows, ncols), overlaps in pixels.
+    """
+    @jit
+    def modular_box(ua, ub, va, vb, pixel_width, pixel_height, ncols, nrows):
+        c_lo = ua / pixel_width + 0.5 * (ncols - 1)
+        c_hi = ub / pixel_width + 0.5 * (ncols - 1)
+        r_lo = va / pixel_height + 0.5 * (nrows - 1)
+        r_hi = vb / pixel_height + 0.5 * (nrows - 1)
+        i0, i1 = column_range(c_lo, c_hi, ncols)
+        j0, j1 = column_range(r_lo, r_hi, nrows)
+        return c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1
+
+    @jit
+    def modular_gather(g, a, ua, ub, va, vb, pixel_width, pixel_height):
+        nrows = g.shape[1]
+        ncols = g.shape[2]
+        c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1 = modular_box(
+            ua, ub, va, vb, pixel_width, pixel_height, ncols, nrows)
+        s = 0.0
+        for j in range(j0, j1 + 1):
+            wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
+            if wr == 0.0:
+                continue
+            t = 0.0
+            for i in range(i0, i1 + 1):
+                t += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * g[a, j, i]
+            s += wr * t
+        return s
+
+    return modular_box, modular_gather

@@ -12,7 +12,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from ._jit import PARALLEL_JIT, column_range, modular_footprint, modular_view_frame, overlap
+from ._jit import (PARALLEL_JIT, modular_box, modular_footprint, modular_gather,
+                   modular_view_frame, overlap)
 
 
 
@@ -25,8 +26,6 @@ def project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_h
     na, nrows, ncols = g.shape
     half_w = 0.5 * voxel_width
     half_h = 0.5 * voxel_height
-    cc = 0.5 * (ncols - 1)
-    cr = 0.5 * (nrows - 1)
     for a in prange(na):
         acc = np.zeros((nrows, ncols), dtype=np.float64)
         sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = modular_view_frame(
@@ -45,12 +44,8 @@ def project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_h
                         e0, e1, e2, r0, r1, r2, half_w, half_h)
                     if l == 0.0:
                         continue
-                    c_lo = ua / pixel_width + cc
-                    c_hi = ub / pixel_width + cc
-                    r_lo = va / pixel_height + cr
-                    r_hi = vb / pixel_height + cr
-                    i0, i1 = column_range(c_lo, c_hi, ncols)
-                    j0, j1 = column_range(r_lo, r_hi, nrows)
+                    c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1 = modular_box(
+                        ua, ub, va, vb, pixel_width, pixel_height, ncols, nrows)
                     scale = val * voxel_width * l
                     for j in range(j0, j1 + 1):
                         wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5) * scale
@@ -68,11 +63,9 @@ def backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vox
                 pixel_width, pixel_height):
     """Matched back-projection of g (na, nrows, ncols) into f (nz, ny, nx), both float32."""
     nz, ny, nx = f.shape
-    na, nrows, ncols = g.shape
+    na = g.shape[0]
     half_w = 0.5 * voxel_width
     half_h = 0.5 * voxel_height
-    cc = 0.5 * (ncols - 1)
-    cr = 0.5 * (nrows - 1)
     for kk in prange(nz * ny):
         k = kk // ny
         iy = kk - k * ny
@@ -89,20 +82,6 @@ def backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vox
                     e0, e1, e2, r0, r1, r2, half_w, half_h)
                 if l == 0.0:
                     continue
-                c_lo = ua / pixel_width + cc
-                c_hi = ub / pixel_width + cc
-                r_lo = va / pixel_height + cr
-                r_hi = vb / pixel_height + cr
-                i0, i1 = column_range(c_lo, c_hi, ncols)
-                j0, j1 = column_range(r_lo, r_hi, nrows)
-                s = 0.0
-                for j in range(j0, j1 + 1):
-                    wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
-                    if wr == 0.0:
-                        continue
-                    t = 0.0
-                    for i in range(i0, i1 + 1):
-                        t += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * g[a, j, i]
-                    s += wr * t
+                s = modular_gather(g, a, ua, ub, va, vb, pixel_width, pixel_height)
                 total += s * voxel_width * l
             f[k, iy, ix] = total

@@ -24,6 +24,7 @@ row_mapping = device(_fp.row_mapping)
 direct_shift = device(_fp.direct_shift)
 column_range = device(_fp.column_range)
 modular_view_frame = device(_fp.modular_view_frame)
+modular_box, modular_gather = _fp.make_modular_kernels(device, overlap, column_range)
 
 #: Threads per block for 1-D launches and the 2-D/3-D block shape (x fastest: voxel or
 #: detector column index, so neighbouring threads touch neighbouring addresses).

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from ._jit import (BLOCK_3D, KERNEL, blocks, column_range, modular_footprint, modular_view_frame,
-                   overlap)
+from ._jit import (BLOCK_3D, KERNEL, blocks, modular_box, modular_footprint, modular_gather,
+                   modular_view_frame, overlap)
 from .axial import zero
 
 
@@ -29,8 +29,6 @@ def _project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_
         return
     half_w = 0.5 * voxel_width
     half_h = 0.5 * voxel_height
-    cc = 0.5 * (ncols - 1)
-    cr = 0.5 * (nrows - 1)
     sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = modular_view_frame(
         sources, centers, rows, cols, a)
     x = x0 + ix * voxel_width
@@ -44,12 +42,8 @@ def _project(f, g, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_
                                               e0, e1, e2, r0, r1, r2, half_w, half_h)
         if l == 0.0:
             continue
-        c_lo = ua / pixel_width + cc
-        c_hi = ub / pixel_width + cc
-        r_lo = va / pixel_height + cr
-        r_hi = vb / pixel_height + cr
-        i0, i1 = column_range(c_lo, c_hi, ncols)
-        j0, j1 = column_range(r_lo, r_hi, nrows)
+        c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1 = modular_box(
+            ua, ub, va, vb, pixel_width, pixel_height, ncols, nrows)
         scale = val * voxel_width * l
         for j in range(j0, j1 + 1):
             wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5) * scale
@@ -66,13 +60,11 @@ def _backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vo
                  pixel_width, pixel_height, accumulate):
     ix, iy, k = cuda.grid(3)
     nz, ny, nx = f.shape
-    na, nrows, ncols = g.shape
+    na = g.shape[0]
     if ix >= nx or iy >= ny or k >= nz:
         return
     half_w = 0.5 * voxel_width
     half_h = 0.5 * voxel_height
-    cc = 0.5 * (ncols - 1)
-    cr = 0.5 * (nrows - 1)
     x = x0 + ix * voxel_width
     y = y0 + iy * voxel_width
     z = z0 + k * voxel_height
@@ -84,21 +76,7 @@ def _backproject(g, f, sources, centers, rows, cols, x0, y0, z0, voxel_width, vo
                                               e0, e1, e2, r0, r1, r2, half_w, half_h)
         if l == 0.0:
             continue
-        c_lo = ua / pixel_width + cc
-        c_hi = ub / pixel_width + cc
-        r_lo = va / pixel_height + cr
-        r_hi = vb / pixel_height + cr
-        i0, i1 = column_range(c_lo, c_hi, ncols)
-        j0, j1 = column_range(r_lo, r_hi, nrows)
-        s = 0.0
-        for j in range(j0, j1 + 1):
-            wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
-            if wr == 0.0:
-                continue
-            t = 0.0
-            for i in range(i0, i1 + 1):
-                t += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * g[a, j, i]
-            s += wr * t
+        s = modular_gather(g, a, ua, ub, va, vb, pixel_width, pixel_height)
         total += s * voxel_width * l
     if accumulate:
         f[k, iy, ix] += total
