@@ -152,7 +152,7 @@ def prepare_volume(setup: Setup, f, stream, alloc=_numba_alloc):
         return f
     from .kernels.cuda import axial
     nz, ny, nx = f.shape
-    S = alloc((nz + 1, ny, nx))
+    S = alloc((ny, nx, nz + 1))
     axial.cumsum_volume(f, S, stream)
     return S
 
@@ -167,7 +167,7 @@ def project_prepared(setup: Setup, volume, P, g, stream, *, a0=0, z_first=0,
         modular.project(P, g, _views_slice(setup, a0, a1), z0, volume, stream,
                         accumulate=accumulate)
         return
-    nz = P.shape[0] - 1
+    nz = P.shape[2] - 1
     axial.project(P, g, _views_slice(setup, a0, a1), _params(setup, volume, z0),
                   setup.row_factor, _sw(setup, a0, a1, z_first, z_first + nz), stream,
                   accumulate=accumulate)

@@ -306,7 +306,8 @@ def test_kernels_compile_to_ptx():
         (axial.volume_z_cumsum, (f3, f3)),
         (axial.projection_row_cumsum, (f3, d1, f3)),
         (axial.fill, (f3, float32)),
-        (axial._project, (f3, f3, d2, d2, d1, d1, d2, boolean, d, int64, boolean) + (d,) * 11),
+        (axial._project, (f3, f3, d2, d2, d1, d1, d2, boolean, d, int64, boolean) + (d,) * 11
+         + (boolean,)),
         (axial._backproject, (f3, f3, d2, d2, d1, d2, boolean, d, int64, boolean) + (d,) * 11
          + (boolean,)),
         (modular._project, (f3, f3, d2, d2, d2, d2) + (d,) * 7),
