@@ -23,13 +23,17 @@ from .geometry._checks import integer as _as_int
 from .model_algorithms import IterativeMethodsMixin
 from .model_display import DisplayMixin
 from .model_fbp import FBPMixin
+from .model_geometry_tools import GeometryToolsMixin
 from .model_io import DataIOMixin
 from .model_phantoms import PhantomMixin
+from .model_preprocessing import PreprocessingMixin
+from .model_special import SpecialModelsMixin
 
 
 
 
-class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, IterativeMethodsMixin):
+class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, IterativeMethodsMixin,
+                        PreprocessingMixin, GeometryToolsMixin, SpecialModelsMixin):
     """A CT system: scan geometry, reconstruction volume and processing options.
 
     Typical use (as in LEAP)::
@@ -65,6 +69,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         self._truncated_scan = False
         self._ramp_filter = 2
         self._fbp_lowpass = 1.0
+        self._mu_map, self._mu_coeff, self._mu_radius = None, 0.0, 0.0   # attenuated Radon
+        self._axis_of_symmetry = None                                     # symmetric objects
+        self.volume_mask = None    # set_volume_mask: project/backproject see f · mask
         return True
 
     def about(self):
@@ -419,10 +426,14 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             else:
                 offsetZ = (0.5 * (numZ - 1) - g["centerRow"]) * vh
         if self._offset_scan:
-            r = self.core_geometry().fov_radius() if kind != "modular" else numX * vw / 2
+            r = (self.core_geometry().fov_radius(offset_scan=True) if kind != "modular"
+                 else numX * vw / 2)   # LEAP: the farther detector edge sets the FOV
             numX = 2 * int(math.ceil(r / vw))
         numZ = max(numZ, 1)
-        return self.set_volume(numX, numX, numZ, vw, vh, 0.0, 0.0, offsetZ)
+        self.set_volume(numX, numX, numZ, vw, vh, 0.0, 0.0, offsetZ)
+        if self._axis_of_symmetry is not None:   # LEAP: symmetric objects get numX = 1
+            return self._symmetric_default_volume()
+        return True
 
     set_defaultVolume = set_default_volume
 
@@ -575,15 +586,26 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def project(self, g, f):
         """Forward projection of ``f`` (numZ, numY, numX) into ``g`` (numAngles, numRows, numCols).
 
-        ``g`` is overwritten and returned (LEAP's output-first convention).
+        ``g`` is overwritten and returned (LEAP's output-first convention). With a volume
+        mask set (:meth:`set_volume_mask`), ``f · mask`` is projected; ``f`` is unchanged.
         """
+        if self.volume_mask_is_valid(f):
+            f = f * self.volume_mask
+        if self._special_model():   # attenuated Radon transform or symmetric object
+            return self._special_project(g, f)
         return operators.project(self.core_geometry(), self.core_volume(), f, out=g,
                                  fov_radius=self._fov_override(), **self._device_options())
 
     def backproject(self, g, f):
-        """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns ``f``."""
-        return operators.backproject(self.core_geometry(), self.core_volume(), g, out=f,
-                                     fov_radius=self._fov_override(), **self._device_options())
+        """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns
+        ``f`` (times the volume mask, when one is set)."""
+        if self._special_model():
+            f = self._special_backproject(g, f)
+        else:
+            f = operators.backproject(self.core_geometry(), self.core_volume(), g, out=f,
+                                      fov_radius=self._fov_override(), **self._device_options())
+        self.apply_volume_mask(f)
+        return f
 
     project_cpu = project
     backproject_cpu = backproject
@@ -681,6 +703,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 sign = "-" if a[-1] < a[0] else ""
                 lines.append(f"angular range: {sign}{self.get_angularRange():f} degrees")
             lines.append(f"detector pixel size: {g['pixelHeight']:f} mm x {g['pixelWidth']:f} mm")
+            if self._axis_of_symmetry is not None:
+                lines.append(f"axis of symmetry = {self._axis_of_symmetry:f} degrees")
             if kind != "modular":
                 lines.append(f"center detector pixel: {g['centerRow']:f}, {g['centerCol']:f}")
             if kind in ("fan", "cone"):
@@ -744,6 +768,10 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             d["sod"], d["sdd"] = self._sod_sdd()
         if self._offset_scan:
             d["offsetScan"] = True
+        if self._axis_of_symmetry is not None:
+            d["axisOfSymmetry"] = self._axis_of_symmetry
+        if self._mu_coeff != 0.0 and self._mu_radius > 0.0:   # a voxelised map is not saved
+            d["muCoeff"], d["muRadius"] = self._mu_coeff, self._mu_radius
         write_param_file(fileName, d)
         return True
 
@@ -775,6 +803,10 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 raise ValueError(f"{fileName}: geometry '{kind}' is not supported by leap "
                                  "(supported: parallel, fan, cone, modular)")
         self._offset_scan = bool(d.get("offsetScan", False))
+        if "axisOfSymmetry" in d:
+            self.set_axisOfSymmetry(d["axisOfSymmetry"])
+        if d.get("muCoeff", 0.0) != 0.0 and d.get("muRadius", 0.0) > 0.0:
+            self.set_cylindircalAttenuationMap(d["muCoeff"], d["muRadius"])
         if all(k in d for k in ("numX", "numY", "numZ", "voxelWidth", "voxelHeight")):
             self.set_volume(d["numX"], d["numY"], d["numZ"], d["voxelWidth"], d["voxelHeight"],
                             d.get("offsetX", 0.0), d.get("offsetY", 0.0), d.get("offsetZ", 0.0))
@@ -798,9 +830,16 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         return x
 
     def optimalFFTsize(self, N):
-        """A fast FFT length ≥ N (products of small primes)."""
-        import scipy.fft
-        return int(scipy.fft.next_fast_len(_as_int("N", N)))
+        """LEAP's FFT length for N samples: the smallest 2^a·3^b ≥ N with a ≥ 1 (2 for N ≤ 2)."""
+        N = _as_int("N", N)
+        best, p2 = None, 2
+        while best is None or p2 < best:
+            m = p2
+            while m < N:
+                m *= 3
+            best = m if best is None else min(best, m)
+            p2 *= 2
+        return best
 
     def set_projector(self, which="SF"):
         """Projector model. leap has one, LEAP's separable footprint ('SF'), with its exact

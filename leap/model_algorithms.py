@@ -56,7 +56,13 @@ class IterativeMethodsMixin:
 
     # ------------------------------------------------------------- helpers
     def _operator(self):
-        return _alg.CTOperator(self.core_geometry(), self.core_volume())
+        if self._special_model():   # attenuated Radon transform or symmetric object
+            op = self._special_operator()
+        else:
+            op = _alg.CTOperator(self.core_geometry(), self.core_volume())
+        if self.volume_mask is not None and tuple(self.volume_mask.shape) == op.domain_shape:
+            op = _alg.MaskedOperator(op, self.volume_mask)
+        return op
 
     def set_numTVneighbors(self, N):
         """Neighbourhood of the 3-D TV functions: 6 (faces) or 26 (faces, edges, corners)."""

@@ -93,6 +93,8 @@ class FBPMixin:
         None); returns ``f``. ``g`` is left untouched unless ``inplace=True`` (then it
         holds the filtered projections afterwards, where their shape allows)."""
         from .fbp import fbp
+        if self._special_model():   # attenuated Radon transform or symmetric object
+            return self._special_fbp(g, f)
         geo, vol = self.core_geometry(), self.core_volume()
         if f is None:
             f = self.allocate_volume()
@@ -134,8 +136,10 @@ class FBPMixin:
     def weightedBackproject(self, g, f):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""
         from .fbp import weighted_backproject
-        return weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
-                                    fov_radius=self.fbp_options()["fov_radius"])
+        f = weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
+                                 fov_radius=self.fbp_options()["fov_radius"])
+        self.apply_volume_mask(f)
+        return f
 
     def FBP_adjoint(self, g, f):
         """The exact adjoint of :meth:`FBP`: writes into ``g`` the transpose of FBP applied

@@ -246,3 +246,12 @@ def test_star_import_hands_scripts_torch_lazily():
             "exec('from leapctype import *', ns); "
             "assert ns['has_torch'] == ('torch' in ns)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_optimal_fft_size_is_leaps_2a3b():
+    """LEAP's FFT length: the smallest 2^a·3^b ≥ N with a ≥ 1 (upstream values)."""
+    ct = tomographicModels()
+    got = [ct.optimalFFTsize(n) for n in (1, 2, 3, 5, 7, 100, 200, 513, 1000, 1025)]
+    assert got == [2, 2, 4, 6, 8, 108, 216, 576, 1024, 1152]
+    with pytest.raises((TypeError, ValueError)):
+        ct.optimalFFTsize(2.5)

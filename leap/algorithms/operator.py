@@ -69,6 +69,37 @@ class CTOperator:
         return fbp(self.geometry, self.volume, g, out=out, fov_radius=self.fov_radius)
 
 
+class MaskedOperator:
+    """``P M``: an operator whose volumes are multiplied by a fixed ``mask`` (LEAP's
+    volume mask, e.g. from space carving) before projection and after back-projection,
+    so ``adjoint`` stays the exact transpose. Same interface as :class:`CTOperator`."""
+
+    def __init__(self, op, mask):
+        if tuple(mask.shape) != tuple(op.domain_shape):
+            raise ValueError(f"volume mask has shape {tuple(mask.shape)}, expected the "
+                             f"volume shape {tuple(op.domain_shape)}")
+        self.op, self.mask = op, mask
+
+    def __getattr__(self, name):   # geometry, volume, shapes, num_views …
+        return getattr(self.op, name)
+
+    def forward(self, f, out=None):
+        return self.op.forward(f * self.mask, out=out)
+
+    def adjoint(self, g, out=None):
+        f = self.op.adjoint(g, out=out)
+        f *= self.mask
+        return f
+
+    def subset(self, views) -> "MaskedOperator":
+        return MaskedOperator(self.op.subset(views), self.mask)
+
+    def fbp(self, g, out=None):
+        f = self.op.fbp(g, out=out)
+        f *= self.mask
+        return f
+
+
 def sensitivity(op, like=None, weights=None):
     """``Pᵀ w`` (``w`` = 1 by default, or an array/scalar weight): the back-projection of
     ones, the normalisation of SIRT/SART and EM. ``like`` (an array) sets the array

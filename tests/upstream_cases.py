@@ -1,0 +1,198 @@
+"""LEAP scripts run unchanged by upstream LEAP and by leap, for the upstream comparison.
+
+Each case is a function ``case(new_model) -> dict`` that builds a geometry with the LEAP
+API only (``new_model()`` returns a fresh ``tomographicModels``), runs it and returns
+the arrays to compare. ``tools/make_upstream_references.py`` runs them with upstream
+LEAP's ``leapctype`` (a CPU build) and stores the results in
+``tests/data/leap_upstream/<case>.npz``; ``tests/test_upstream_cases.py`` runs them with
+leap and compares. Only settings that upstream's CPU build computes are used (upstream
+CPU ignores ``tiltAngle``, refuses voxels far from nominal size and has no helical FBP).
+
+Sizes are small (24–32 pixels) so the stored references stay a few hundred kB.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+N = 32                 # detector columns and rows
+NA = 36                # views
+PS = 4.0               # detector pixel size, mm
+SOD, SDD = 1100.0, 1400.0
+CENTER = 0.5 * (N - 1)
+
+
+def _noise(shape, seed=0):
+    return np.random.default_rng(seed).random(shape).astype(np.float32)
+
+
+def _run(m, fbp=True, setup_fbp=None):
+    """Project the FORBILD head, back-project uniform noise, FBP the projections."""
+    f = m.allocate_volume()
+    m.set_FORBILD(f, True)
+    g = m.allocate_projections()
+    m.project(g, f)
+    out = {"f": f, "P": g.copy()}
+    b = m.allocate_volume()
+    m.backproject(_noise(g.shape), b)
+    out["BT"] = b
+    if fbp:
+        if setup_fbp is not None:
+            setup_fbp(m)
+        h = m.allocate_volume()
+        m.FBP(g.copy(), h)
+        out["FBP"] = h
+    return out
+
+
+def parallel_offsets(new):
+    m = new()
+    m.set_parallelbeam(NA, N, N, PS, PS, CENTER + 2.3, CENTER - 3.7, m.setAngleArray(NA, 180.0))
+    m.set_volume(N, N - 6, N, PS, PS, 3.1, -5.3, 0.0)
+    return _run(m)
+
+
+def parallel_nonuniform_angles(new):
+    m = new()
+    phis = np.sort(np.random.default_rng(3).uniform(0.0, 180.0, NA)).astype(np.float32)
+    m.set_parallelbeam(NA, N, N, PS, PS, CENTER, CENTER, phis)
+    m.set_default_volume()
+    return _run(m)
+
+
+def fan_tau_short_scan(new):
+    m = new()
+    m.set_fanbeam(NA, N, N, PS, PS, CENTER, CENTER + 1.5, m.setAngleArray(NA, 220.0),
+                  SOD, SDD, 6.0)
+    m.set_default_volume()
+    return _run(m)
+
+
+def cone_offsets(new):
+    m = new()
+    m.set_conebeam(NA, N, N, PS, PS, CENTER - 4.2, CENTER + 2.6, m.setAngleArray(NA, 360.0),
+                   SOD, SDD)
+    vw = PS * SOD / SDD
+    m.set_volume(N, N, N - 6, vw, 1.2 * vw, 0.0, 4.0, -5.0)
+    return _run(m)
+
+
+def cone_short_scan_tau(new):
+    m = new()
+    m.set_conebeam(NA, N, N, PS, PS, CENTER, CENTER - 1.2, m.setAngleArray(NA, 210.0),
+                   SOD, SDD, -4.0)
+    m.set_default_volume()
+    return _run(m)
+
+
+def cone_curved_short_scan(new):
+    m = new()
+    m.set_conebeam(NA, N, N, PS, PS, CENTER + 1.0, CENTER, m.setAngleArray(NA, 200.0), SOD, SDD)
+    m.set_curvedDetector()
+    m.set_default_volume()
+    return _run(m)
+
+
+def cone_truncated(new):
+    m = new()
+    nc = N - 8
+    m.set_conebeam(NA, N, nc, PS, PS, CENTER, 0.5 * (nc - 1), m.setAngleArray(NA, 360.0),
+                   SOD, SDD)
+    m.set_truncatedScan(True)
+    m.set_volume(N, N, N, PS * SOD / SDD, PS * SOD / SDD)
+    return _run(m)
+
+
+def cone_ramp_filters(new):
+    m = new()
+    m.set_conebeam(NA, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(NA, 360.0), SOD, SDD)
+    m.set_default_volume()
+    out = _run(m, setup_fbp=lambda m: (m.set_rampFilter(10), m.set_FBPlowpass(2.5)))
+    m.set_rampFilter(0)
+    m.set_FBPlowpass(1.0)
+    h = m.allocate_volume()
+    m.FBP(out["P"].copy(), h)
+    out["FBP_ramp0"] = h
+    return out
+
+
+def cone_helical(new):
+    m = new()
+    m.set_conebeam(2 * NA, N // 2, N, PS, PS, 0.5 * (N // 2 - 1), CENTER,
+                   m.setAngleArray(2 * NA, 720.0), SOD, SDD)
+    m.set_normalizedHelicalPitch(0.8)
+    m.set_default_volume()
+    return _run(m, fbp=False)      # upstream has no CPU helical FBP
+
+
+def symmetric_objects(new):
+    out = {}
+    for kind in ("parallel", "cone"):
+        m = new()
+        if kind == "parallel":
+            m.set_parallelbeam(1, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(1, 180.0))
+        else:
+            m.set_conebeam(1, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(1, 360.0), SOD, SDD)
+        m.set_axisOfSymmetry(0.0)
+        m.set_default_volume()
+        f = m.allocate_volume()
+        z, y = np.meshgrid(np.arange(f.shape[0]) - 0.5 * f.shape[0],
+                           np.arange(f.shape[1]) - 0.5 * f.shape[1], indexing="ij")
+        f[:, :, 0] = ((z / (0.4 * f.shape[0])) ** 2 + (y / (0.35 * f.shape[1])) ** 2 < 1)
+        g = m.allocate_projections()
+        m.project(g, f)
+        h = m.allocate_volume()
+        m.FBP(g.copy(), h)
+        out[f"{kind}_P"], out[f"{kind}_FBP"] = g, h
+        if kind == "parallel":  # upstream's cone back-projector is not P's transpose
+            b = m.allocate_volume()
+            m.backproject(_noise(g.shape), b)
+            out[f"{kind}_BT"] = b
+    return out
+
+
+def attenuated_cylinder(new):
+    m = new()
+    m.set_parallelbeam(NA, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(NA, 360.0))
+    m.set_default_volume()
+    m.set_cylindircalAttenuationMap(0.01, 0.5 * N * PS)
+    return _run(m)
+
+
+def iterative(new):
+    m = new()
+    m.set_parallelbeam(NA, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(NA, 180.0))
+    m.set_default_volume()
+    f = m.allocate_volume()
+    m.set_FORBILD(f, True)
+    g = m.allocate_projections()
+    m.project(g, f)
+    out = {}
+    for name, run in (("SART", lambda x: m.SART(g, x, 3, 6)),
+                      ("SIRT", lambda x: m.SIRT(g, x, 4)),
+                      ("OSEM", lambda x: m.OSEM(g, x, 3, 6)),
+                      ("MLEM", lambda x: m.MLEM(g, x, 4)),
+                      ("LS", lambda x: m.LS(g, x, 5)),
+                      ("LS_SQS", lambda x: m.LS(g, x, 5, "SQS"))):
+        x = m.allocate_volume()
+        run(x)
+        out[name] = x
+    return out
+
+
+def center_column(new):
+    m = new()
+    m.set_parallelbeam(NA, N, N, PS, PS, CENTER, CENTER - 2.2, m.setAngleArray(NA, 360.0))
+    m.set_default_volume()
+    f = m.allocate_volume()
+    m.set_FORBILD(f, True)
+    g = m.allocate_projections()
+    m.project(g, f)
+    m.set_centerCol(CENTER)
+    m.find_centerCol(g)
+    return {"centerCol": np.array([m.get_centerCol()])}
+
+
+CASES = {fn.__name__: fn for fn in (
+    parallel_offsets, parallel_nonuniform_angles, fan_tau_short_scan, cone_offsets,
+    cone_short_scan_tau, cone_curved_short_scan, cone_truncated, cone_ramp_filters,
+    cone_helical, symmetric_objects, attenuated_cylinder, iterative, center_column)}
