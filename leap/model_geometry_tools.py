@@ -303,7 +303,7 @@ class GeometryToolsMixin:
         return self._view_range(0, v["numZ"] - 1)
 
     def _view_range(self, first_slice, last_slice):
-        from .calibration import phi_index
+        from .geometric_calibration import phi_index
         g, v = self._need_geometry(), self._need_volume()
         geo, vol = self.core_geometry(), self.core_volume()
         sod, sdd, ph, h = g["sod"], g["sdd"], g["pixelHeight"], g["helicalPitch"]
@@ -450,7 +450,7 @@ class GeometryToolsMixin:
         return g
 
     def _search_range(self, p, searchBounds, scale=1.0, offset=0.0):
-        from .calibration import default_center_range
+        from .geometric_calibration import default_center_range
         nc = p.numCols
         if searchBounds is not None:
             b = np.asarray(searchBounds, dtype=np.float64).ravel()
@@ -477,7 +477,7 @@ class GeometryToolsMixin:
         searchBounds : [low, high] candidate centre columns (default: middle 54%).
         Parallel, fan and cone beams; needs ≥ 180° of untruncated data.
         """
-        from . import calibration as cal
+        from . import geometric_calibration as cal
         p = self._calibration_params()
         g = self._host_projections(g)
         if p.angularRange + 2.0 * abs(math.degrees(cal.angular_step(p.phis))) < 180.0:
@@ -497,7 +497,7 @@ class GeometryToolsMixin:
     def find_tau(self, g, iRow=-1, searchBounds=None):
         """Estimate tau (rotation-axis offset, mm) from conjugate rays of fan- or cone-beam
         data, set it, and return the cost. searchBounds: [low, high] in mm."""
-        from . import calibration as cal
+        from . import geometric_calibration as cal
         p = self._calibration_params()
         if p.kind not in ("fan", "cone"):
             raise ValueError(f"find_tau works for fan- and cone-beam data, not {p.kind}")
@@ -525,7 +525,7 @@ class GeometryToolsMixin:
         projections 180° apart (fan/cone data rebinned to parallel rays). Changes no
         parameter: apply it with ``rotate_detector(alpha)`` (after convert_to_modularbeam)
         or set_tiltAngle. Works best once centerCol is right."""
-        from . import calibration as cal
+        from . import geometric_calibration as cal
         p = self._calibration_params()
         a, b = cal.conjugate_projections(self._host_projections(g), p)
         angles, costs = cal.tilt_costs(a, b, p)
@@ -536,7 +536,7 @@ class GeometryToolsMixin:
         """Difference (numRows, numCols) float32 of two projections 180° apart, modelling a
         detector rotated by ``alpha`` degrees and the centre column ``centerCol``
         (default: the current one). Mostly noise when both are right."""
-        from . import calibration as cal
+        from . import geometric_calibration as cal
         p = self._calibration_params()
         cc = p.centerCol if centerCol is None else _as_float("centerCol", centerCol)
         shifted = SimpleNamespace(**dict(vars(p), centerCol=cc))
@@ -552,7 +552,7 @@ class GeometryToolsMixin:
         ``Delta_centerRow`` may be a list: [row, col], [row, col, tilt] or
         [row, col, tau, tilt] (for scipy.optimize.minimize). Lower is more consistent.
         """
-        from . import calibration as cal
+        from . import geometric_calibration as cal
         if isinstance(Delta_centerRow, (list, tuple, np.ndarray)):
             x = [float(t) for t in np.asarray(Delta_centerRow).ravel()]
             if len(x) == 2:
@@ -578,7 +578,7 @@ class GeometryToolsMixin:
         show up as structure. Scans shorter than a full turn get a plain FBP (as LEAP).
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
-        from .calibration import ray_derivative
+        from .geometric_calibration import ray_derivative
         from .fbp import _check_axial_modular, _filter_steps, weighted_backproject
         from .geometry import ModularBeam
         from .weights import angular_range_degrees, angular_step, modular_angles, offset_scan_padding
