@@ -23,6 +23,31 @@ SCALE_MAX = 1.5
 
 
 @njit(cache=True)
+def _pool(g, prior, trace, i, j, k, step, k_stop, n_view, n_row, A, B, C, E, F):  # pragma: no cover
+    """Add to the least-squares sums (Σp², Σp, n, Σqp, Σq) the good samples of columns
+    k, k + step, … (up to k_stop) until MIN_SAMPLES are pooled; returns the sums and
+    the number of samples added."""
+    na, nr, nc = g.shape
+    n = 0
+    while 0 <= k < nc and (k - k_stop) * step <= 0:
+        for di in range(-n_view, n_view + 1):
+            for dj in range(-n_row, n_row + 1):
+                ii, jj = i + di, j + dj
+                if 0 <= ii < na and 0 <= jj < nr and trace[ii, jj, k] <= 0.0:
+                    p, q = prior[ii, jj, k], g[ii, jj, k]
+                    A += p * p
+                    B += p
+                    C += 1.0
+                    E += q * p
+                    F += q
+                    n += 1
+        if n >= MIN_SAMPLES:
+            break
+        k += step
+    return A, B, C, E, F, n
+
+
+@njit(cache=True)
 def _replace(g, prior, trace, n_view, n_row, n_col):  # pragma: no cover - compiled
     na, nr, nc = g.shape
     starts = np.empty(nc + 1, np.int64)
@@ -48,41 +73,14 @@ def _replace(g, prior, trace, n_view, n_row, n_col):  # pragma: no cover - compi
                 continue
             for m in range(ns - 1):
                 k_left, k_right = ends[m], starts[m + 1]
-                A = B = C = E = F = 0.0
-                n_left = 0
-                k = k_left
-                while k >= max(0, k_left - 2 * n_col):
-                    for di in range(-n_view, n_view + 1):
-                        for dj in range(-n_row, n_row + 1):
-                            ii, jj = i + di, j + dj
-                            if 0 <= ii < na and 0 <= jj < nr and k >= 0 and trace[ii, jj, k] <= 0.0:
-                                p, q = prior[ii, jj, k], g[ii, jj, k]
-                                A += p * p
-                                B += p
-                                C += 1.0
-                                E += q * p
-                                F += q
-                                n_left += 1
-                    if n_left >= MIN_SAMPLES:
-                        break
-                    k -= 1
-                n_right = 0
-                k = k_right
-                while k <= min(nc - 1, k_right + 2 * n_col):
-                    for di in range(-n_view, n_view + 1):
-                        for dj in range(-n_row, n_row + 1):
-                            ii, jj = i + di, j + dj
-                            if 0 <= ii < na and 0 <= jj < nr and trace[ii, jj, k] <= 0.0:
-                                p, q = prior[ii, jj, k], g[ii, jj, k]
-                                A += p * p
-                                B += p
-                                C += 1.0
-                                E += q * p
-                                F += q
-                                n_right += 1
-                    if n_right >= MIN_SAMPLES:
-                        break
-                    k += 1
+                # Good samples pooled over the neighbouring views and rows, walking
+                # outwards from each end of the trace until MIN_SAMPLES are found.
+                A, B, C, E, F, n_left = _pool(g, prior, trace, i, j, k_left, -1,
+                                              max(0, k_left - 2 * n_col), n_view, n_row,
+                                              0.0, 0.0, 0.0, 0.0, 0.0)
+                A, B, C, E, F, n_right = _pool(g, prior, trace, i, j, k_right, 1,
+                                               min(nc - 1, k_right + 2 * n_col), n_view,
+                                               n_row, A, B, C, E, F)
                 if n_left < 2 or n_right < 2:
                     continue
                 A += SCALE_WEIGHT
