@@ -562,3 +562,38 @@ def test_torch_cpu_tensor_is_processed_in_place(ct, rng):
     assert out is t
     ref = lpa.outlierCorrection(ct, g)
     np.testing.assert_allclose(t.numpy(), ref)
+
+
+# ------------------------------------------------------------------ ball phantom
+def test_ball_phantom_calibration_recovers_geometry():
+    """d36's recipe: a stack of balls ray-traced with a perturbed scanner; fitting LEAP's
+    ball-phantom model from the nominal geometry recovers the true one."""
+    from leap_preprocessing_algorithms import ball_phantom_calibration
+    ct = tomographicModels()
+    ct.set_conebeam(36, 120, 200, 0.3, 0.3, 59.5, 105.5, ct.setAngleArray(36, 360.0),
+                    255.8, 345.1)
+    true = tomographicModels()
+    true.copy_parameters(ct)
+    true.set_sod(265.8)
+    true.set_sdd(365.1)
+    true.set_centerRow(54.5)
+    true.set_centerCol(101.5)
+    radius, spacing, n, r, alpha = 0.8, 3.2, 7, 15.0, np.deg2rad(5.0)
+    for k in range(n):
+        true.addObject(None, 0, np.array([r * np.cos(alpha), r * np.sin(alpha),
+                                          spacing * (k - 0.5 * (n - 1))]), radius, 2.25)
+    g = true.rayTrace(true.allocate_projections(), 1)
+    cal = ball_phantom_calibration(ct, spacing, g, segmentation_threshold=np.max(g) / 3.0)
+    assert cal.ball_projection_locations.shape == (36, n, 2)
+    x0 = cal.initial_guess(g)
+    res = cal.optimize(x0, True)
+    assert cal.cost(res.x) < 1e-3 * cal.cost(x0)
+    assert abs(ct.get_centerRow() - 54.5) < 0.1 and abs(ct.get_centerCol() - 101.5) < 0.1
+    assert abs(ct.get_sod() / 265.8 - 1) < 0.02 and abs(ct.get_sdd() / 365.1 - 1) < 0.02
+    assert abs(res.x[7] - r) < 0.1 and abs(res.x[9] - 5.0) < 0.2      # radius, phase
+    with pytest.raises(ValueError, match="balls"):
+        ball_phantom_calibration(ct, spacing, np.zeros_like(g))
+    with pytest.raises(ValueError, match="ballSpacing"):
+        ball_phantom_calibration(ct, -1.0, g)
+    with pytest.raises(ValueError, match="10 parameters"):
+        cal.cost(res.x[:5])

@@ -21,7 +21,8 @@ Data processing: :func:`gain_correction`, :func:`makeAttenuationRadiographs`,
 (:mod:`leap.preprocessing.calibration`): :func:`parameter_sweep`,
 :func:`geometric_calibration`, :func:`find_centerCol_and_tiltAngle`,
 :func:`find_tau_and_tiltAngle`, :func:`find_centerCol_or_tau_bowtie`,
-:func:`bowtie_alignment_metric`, :func:`entropy`, :func:`MTF`, :func:`quadratic_extrema`.
+:func:`bowtie_alignment_metric`, :func:`entropy`, :func:`MTF`, :func:`quadratic_extrema`;
+:class:`ball_phantom_calibration` (:mod:`leap.preprocessing.ball_phantom`).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from . import core as _core
 from .calibration import (MTF, bowtie_alignment_metric, entropy, find_centerCol_and_tiltAngle,
                           find_centerCol_or_tau_bowtie, find_tau_and_tiltAngle,
                           geometric_calibration, parameter_sweep, quadratic_extrema)
+from .ball_phantom import ball_phantom_calibration
 from .calibration import default_model as _default_model
 
 __all__ = ["gain_correction", "makeAttenuationRadiographs", "badPixelCorrection",
@@ -42,7 +44,7 @@ __all__ = ["gain_correction", "makeAttenuationRadiographs", "badPixelCorrection"
            "ringRemoval_median", "ringRemoval", "transmission_shift", "quadratic_extrema",
            "find_centerCol_and_tiltAngle", "find_tau_and_tiltAngle", "geometric_calibration",
            "find_centerCol_or_tau_bowtie", "bowtie_alignment_metric", "parameter_sweep",
-           "entropy", "MTF"]
+           "entropy", "MTF", "ball_phantom_calibration"]
 
 #: Transmission floor before −log in makeAttenuationRadiographs and transmission_shift.
 MIN_TRANSMISSION = 2.0 ** -16
