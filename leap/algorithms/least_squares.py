@@ -52,7 +52,8 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
         first scaled by ``<g, P f>/<P f, P f>`` (as LEAP).
     regularizer : object with ``cost``, ``gradient``, ``quad_form`` (or ``quadForm``),
         e.g. :class:`leap.regularization.TotalVariation` or a ``filterSequence``.
-    weights : array of ``g``'s shape, a scalar, or None (W = 1).
+    weights : array of ``g``'s shape, a scalar, None (W = 1), or a callable ``W(r)``: a
+        symmetric positive semi-definite linear map of projections (e.g. RDLS's −Δ).
     preconditioner : None, 'SQS' (separable quadratic surrogate ``1/(PᵀWP1)``), 'RAMP'
         (2-D ramp filter of each slice) or 'SARR' (FBP of the weighted residual;
         needs ``op.fbp``).
@@ -68,6 +69,12 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
     Returns ``f``.
     """
     f_in = f
+    W_map = weights if callable(weights) else None
+    if W_map is not None:
+        weights = None
+        if preconditioner is not None:
+            raise ValueError("preconditioners need diagonal weights; with a weighting "
+                             "operator use preconditioner=None")
     has_array_weights = hasattr(weights, "shape") and getattr(weights, "ndim", 0) > 0
     xp, op, g, f, _, W_arr = check_inputs(op, g, f, None,
                                           weights if has_array_weights else None)
@@ -106,6 +113,8 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
     r = Pf - g
 
     def weighted(x):
+        if W_map is not None:
+            return W_map(x)
         return x if W is None else x * W
 
     # Voxels no ray reaches (outside the field of view) have no data gradient; the
@@ -166,7 +175,10 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
 
             Pd = op.forward(xp.ascontiguousarray(d, dtype=xp.float32))
             num = vdot(d, grad)
-            denom = vdot(Pd, Pd, W) if W is not None else vdot(Pd, Pd)
+            if W_map is not None:
+                denom = vdot(Pd, W_map(Pd))
+            else:
+                denom = vdot(Pd, Pd, W) if W is not None else vdot(Pd, Pd)
             if reg is not None:
                 denom += reg_quad_form(regularizer, f, d)
             if not (num > 0 and denom > 0):
