@@ -81,6 +81,16 @@ class PhantomMixin:
         self._voxelize(ph, f, oversampling)
         return f
 
+    def voxelize(self, f, oversampling=1):
+        """Paint the analytic phantom (objects added with ``addObject(None, …)``,
+        ``set_FORBILD(None)`` …) into the volume ``f`` (numZ, numY, numX) float32, object
+        by object as :meth:`addObject` does (voxels outside every object keep their
+        value); returns ``f``."""
+        if self._phantom is None or len(self._phantom) == 0:
+            raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
+                               "or set_FORBILD(None) first")
+        return self._voxelize(self._phantom, f, oversampling)
+
     def scalePhantom(self, c):
         """Scale the size of the analytic phantom by ``c``."""
         if self._phantom is not None:

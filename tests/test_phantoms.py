@@ -644,3 +644,21 @@ def test_inputs_not_modified(ball):
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(d, d0)
     np.testing.assert_allclose(li, [4.0, 2 * math.sqrt(3.0)])
+
+
+def test_voxelize_paints_the_analytic_phantom():
+    """voxelize(f) of the ray-tracing phantom equals building it voxel by voxel."""
+    from leapctype import tomographicModels
+    ct = tomographicModels()
+    ct.set_conebeam(20, 32, 32, 1.0, 1.0, 15.5, 15.5, ct.setAngleArray(20, 360.0), 500.0, 1000.0)
+    ct.set_default_volume()
+    with pytest.raises(RuntimeError, match="no analytic phantom"):
+        ct.voxelize(ct.allocate_volume())
+    f = ct.allocate_volume()
+    ct.set_FORBILD(f, True)
+    ct.set_FORBILD(None, True)
+    h = ct.voxelize(ct.allocate_volume())
+    np.testing.assert_array_equal(h, f)
+    assert h.max() > 0
+    with pytest.raises(ValueError, match="shape"):
+        ct.voxelize(np.zeros((3, 3, 3), np.float32))
