@@ -2,10 +2,11 @@
 
 Importing leap never imports torch, cupy or CUDA.
 """
-from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
+from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
+                       Volume)
 from .operators import backproject, project
 
 __version__ = "0.1.0"
 
-__all__ = ["ConeBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam", "Volume",
-           "backproject", "project"]
+__all__ = ["ConeBeam", "ConeParallelBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam",
+           "Volume", "backproject", "project"]

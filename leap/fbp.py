@@ -9,7 +9,7 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
    :func:`leap.weights.fbp_scale`;
 3. post-weights (the inverse cone weight);
 4. back-projection with the matched back-projector (fan beams: extra distance weight
-   sod/(sod − x·θ)); helical cone scans weight each voxel's views with a window
+   sod/(sod − x·θ); cone-parallel: D/sod, undoing the footprint's 1/D row magnification); helical cone scans weight each voxel's views with a window
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
 A uniform object of value μ (1/mm) reconstructs to μ.
@@ -30,7 +30,7 @@ import numpy as np
 from . import arrays as _arrays
 from . import operators
 from .filters import filter_rows, ramp_response
-from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .weights import (angular_step, cosine_weights, fbp_scale, mean_distances, modular_angles,
                       offset_scan_layout, offset_scan_padding, offset_scan_weights,
                       parker_weights, view_weights)
@@ -38,7 +38,7 @@ from .weights import (angular_step, cosine_weights, fbp_scale, mean_distances, m
 
 def _sample_spacing(geometry) -> float:
     d = geometry.detector
-    if isinstance(geometry, ParallelBeam):
+    if isinstance(geometry, (ParallelBeam, ConeParallelBeam)):
         return d.pixel_width
     if isinstance(geometry, ModularBeam):
         sod, sdd = mean_distances(geometry)
@@ -79,9 +79,22 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume) -> np.ndarray:
     return w * scale[None, :]
 
 
+def _check_fbp_geometry(geometry):
+    if isinstance(geometry, ConeParallelBeam) and geometry.is_helical:
+        raise ValueError("FBP of helical cone-parallel data is not implemented in leap (upstream "
+                         "LEAP has it on the GPU only); reconstruct with an iterative method "
+                         "(e.g. SART, RWLS) or FBP the cone-beam data before rebinning")
+
+
+def _distance_weighted(geometry) -> bool:
+    """Whether FBP's back-projection carries the distance weight (fan, cone-parallel)."""
+    return isinstance(geometry, (FanBeam, ConeParallelBeam))
+
+
 def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
     """The filtering stage's pieces: pre-weights (incl. view weights), the scaled ramp
     response and the post-weights (None where absent)."""
+    _check_fbp_geometry(geometry)
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
     pre, post = cosine_weights(geometry)
     w = view_weights(geometry, helical=helical)
@@ -118,13 +131,14 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
 
 
 def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None):
-    """The back-projection step of FBP: fan beams weight by sod/(sod − x·θ); helical cone
-    beams by :func:`helical_slice_weights`; otherwise the plain matched back-projection."""
+    """The back-projection step of FBP: fan beams weight by sod/(sod − x·θ), cone-parallel
+    beams by D/sod; helical cone beams by :func:`helical_slice_weights`; otherwise the plain matched back-projection."""
     slice_weights = None
     if isinstance(geometry, ConeBeam) and geometry.is_helical:
         slice_weights = helical_slice_weights(geometry, volume)
+    _check_fbp_geometry(geometry)
     return operators.backproject(geometry, volume, q, out=out, fov_radius=fov_radius,
-                                 fan_distance_weight=isinstance(geometry, FanBeam),
+                                 fan_distance_weight=_distance_weighted(geometry),
                                  slice_weights=slice_weights)
 
 
@@ -185,7 +199,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
         fov_radius = fgeo.fov_radius()
     slice_weights = helical_slice_weights(fgeo, volume) if helical else None
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
-                          fan_distance_weight=isinstance(fgeo, FanBeam),
+                          fan_distance_weight=_distance_weighted(fgeo),
                           slice_weights=slice_weights, devices=devices, max_slices=max_slices)
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     if post is not None:
@@ -227,7 +241,7 @@ def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, w
     slice_weights = helical_slice_weights(fgeo, volume) if helical else None
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry).ravel() if n_add else None
-    setup = operators._setup(fgeo, volume, fov_radius, isinstance(fgeo, FanBeam), slice_weights)
+    setup = operators._setup(fgeo, volume, fov_radius, _distance_weighted(fgeo), slice_weights)
     return fgeo, first, n_add, w2, pre, H, post, setup
 
 

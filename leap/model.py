@@ -17,7 +17,8 @@ import warnings
 import numpy as np
 
 from . import operators
-from .geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
+from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
+                       Volume)
 from .geometry._checks import finite_float as _as_float
 from .geometry._checks import integer as _as_int
 from .model_algorithms import IterativeMethodsMixin
@@ -202,6 +203,28 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     set_coneBeam = set_conebeam
 
+    def set_coneparallel(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                         centerRow, centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0):
+        """Cone-parallel geometry: cone-beam rays rebinned to parallel rays in-plane.
+
+        Columns are lateral positions s = (i − centerCol)·pixelWidth measured at the
+        rotation axis (mm); rows are cone-beam rows on a detector at distance sdd. A point
+        x projects to column s = x·θ⊥ and row coordinate
+        t = sdd·(x₃ − z_s)/(√(sod² − s²) − x·θ) (LEAP's ``set_coneparallel`` formula).
+
+        sod, sdd : source-to-axis and source-to-detector distances, mm.
+        tau : rotation-axis offset of the original cone-beam scan, mm.
+        helicalPitch : source advance along z in mm per radian (0 = circular orbit).
+        """
+        p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                  centerRow, centerCol)
+        p.update(geometry="cone_parallel", phis=self._angles(p["numAngles"], phis),
+                 sod=_as_float("sod", sod), sdd=_as_float("sdd", sdd), tau=_as_float("tau", tau),
+                 helicalPitch=_as_float("helicalPitch", helicalPitch), detectorType="flat")
+        return self._set_geometry(p)
+
+    set_coneParallel = set_coneparallel
+
     def set_modularbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
                         sourcePositions, moduleCenters, rowVectors, colVectors):
         """Modular-beam geometry: per view a source and a flat detector module.
@@ -249,7 +272,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         return g
 
     def set_tau(self, tau):
-        self._need_kind(("fan", "cone"), "tau")
+        self._need_kind(("fan", "cone", "cone_parallel"), "tau")
         return self._update(tau=_as_float("tau", tau))
 
     def set_tiltAngle(self, tiltAngle):
@@ -257,20 +280,20 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         return self._update(tiltAngle=_as_float("tiltAngle", tiltAngle))
 
     def set_helicalPitch(self, helicalPitch):
-        """Helical pitch in mm per radian (cone beam only)."""
-        self._need_kind(("cone",), "a helical pitch")
+        """Helical pitch in mm per radian (cone and cone-parallel beams only)."""
+        self._need_kind(("cone", "cone_parallel"), "a helical pitch")
         return self._update(helicalPitch=_as_float("helicalPitch", helicalPitch))
 
     def set_normalizedHelicalPitch(self, normalizedHelicalPitch):
         """Set the pitch from its normalised value ĥ = 2π·h / (numRows·pixelHeight·sod/sdd)."""
-        g = self._need_kind(("cone",), "a helical pitch")
+        g = self._need_kind(("cone", "cone_parallel"), "a helical pitch")
         nh = _as_float("normalizedHelicalPitch", normalizedHelicalPitch)
         h = nh * g["numRows"] * g["pixelHeight"] * (g["sod"] / g["sdd"]) / (2.0 * np.pi)
         return self._update(helicalPitch=h)
 
     def get_normalizedHelicalPitch(self):
         g = self._need_geometry()
-        if g["geometry"] != "cone":
+        if g["geometry"] not in ("cone", "cone_parallel"):
             return 0.0
         return 2.0 * np.pi * g["helicalPitch"] / (g["numRows"] * g["pixelHeight"] * g["sod"] / g["sdd"])
 
@@ -311,6 +334,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             return ParallelBeam(detector=det, angles=angles)
         if kind == "fan":
             return FanBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"], tau=g["tau"])
+        if kind == "cone_parallel":
+            return ConeParallelBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"],
+                                    tau=g["tau"], helical_pitch=g["helicalPitch"])
         return ConeBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"], tau=g["tau"],
                         helical_pitch=g["helicalPitch"], tilt=np.deg2rad(g["tiltAngle"]))
 
@@ -320,6 +346,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         if g["geometry"] == "modular":
             return True
         geo = self.core_geometry()
+        if isinstance(geo, ConeParallelBeam):
+            raise ValueError("cone-parallel beams have no modular-beam equivalent (every column "
+                             "has its own source); LEAP converts parallel and cone beams only")
         if isinstance(geo, FanBeam):
             raise ValueError("fan beams have no modular-beam equivalent (their rows are not "
                              "magnified along z); LEAP converts parallel and cone beams only")
@@ -333,6 +362,50 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     convert_conebeam_to_modularbeam = convert_to_modularbeam
     convert_parallelbeam_to_modularbeam = convert_to_modularbeam
+
+    # ------------------------------------------------------------- rebinning
+    @staticmethod
+    def _host_array(name, g):
+        """A NumPy view of ``g`` (NumPy array or CPU torch tensor) for in-place work."""
+        if hasattr(g, "detach") and hasattr(g, "is_cuda"):
+            if g.is_cuda:
+                raise ValueError(f"{name} is a CUDA tensor; rebinning runs on the CPU only: "
+                                 f"pass {name}.cpu() and copy the result back")
+            return g.detach().numpy()
+        return g
+
+    def rebin_curved(self, g, fanAngles, order=6):
+        """Resample curved cone-beam data measured at the fan angles ``fanAngles``
+        (degrees, one per column; real curved detectors are flat modules on a polygon)
+        onto ideal equi-angular columns, in place. Returns True."""
+        from .rebin import rebin_curved
+        if hasattr(fanAngles, "detach"):
+            fanAngles = fanAngles.detach().cpu().numpy()
+        rebin_curved(self.core_geometry(), self._host_array("g", g), fanAngles, order)
+        return True
+
+    def rebin_parallel(self, g, order=6):
+        """Rebin fan-beam data to parallel-beam, or cone-beam data to cone-parallel, in
+        place, and change the geometry to match (as LEAP): sod → √(sod² + tau²),
+        tau → 0, pixelWidth → pixelWidth·sod/sdd (spacing at the axis), flat detector.
+        Short and helical scans lose the views not fully measured: the geometry then
+        has fewer angles, the first views of ``g`` hold the data and the rest are zero
+        (resize ``g`` with ``g[:leapct.get_numAngles()]``). Returns True."""
+        from .rebin import rebin_parallel
+        g0 = self._geom
+        arr = self._host_array("g", g)
+        new, _ = rebin_parallel(self.core_geometry(), arr, order)
+        same = new.num_angles == g0["numAngles"] and np.allclose(
+            new.angles, np.deg2rad(np.asarray(g0["phis"], dtype=np.float64)), rtol=0, atol=1e-12)
+        phis = g0["phis"] if same else np.rad2deg(new.angles).astype(np.float32)
+        changes = dict(numAngles=new.num_angles, phis=phis, pixelWidth=new.detector.pixel_width,
+                       detectorType="flat")
+        if isinstance(new, ParallelBeam):
+            # LEAP keeps sod (now √(sod² + tau²)) and sdd in the parameters of the result.
+            return self._update(geometry="parallel", sod=float(np.hypot(g0["sod"], g0["tau"])),
+                                tau=0.0, **changes)
+        self._geom = {k: v for k, v in g0.items() if k != "tiltAngle"}
+        return self._update(geometry="cone_parallel", sod=new.sod, tau=0.0, **changes)
 
     # ---------------------------------------------------------------- volume
     def set_volume(self, numX, numY, numZ, voxelWidth=None, voxelHeight=None,
@@ -382,6 +455,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         mag = sod / sdd
         if g["geometry"] == "parallel":
             return g["pixelWidth"], g["pixelHeight"]
+        if g["geometry"] == "cone_parallel":
+            return g["pixelWidth"], g["pixelHeight"] * mag
         if g["geometry"] == "fan":
             return g["pixelWidth"] * mag, g["pixelHeight"]
         return g["pixelWidth"] * mag, g["pixelHeight"] * mag
@@ -390,7 +465,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """A volume that fills the field of view with nominal voxels times ``scale``.
 
         numX = numY = ceil(numCols/scale), voxelWidth = pixelWidth·sod/sdd·scale
-        (parallel: pixelWidth·scale). Cone and modular beams scale the z sampling too;
+        (parallel and cone-parallel: pixelWidth·scale). Cone, cone-parallel and modular
+        beams scale the z sampling too;
         parallel and fan beams keep one slice per detector row. Helical scans cover
         the source travel plus the detector height at the isocentre.
         """
@@ -403,13 +479,13 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         numX = int(math.ceil(g["numCols"] / scale))
         vw = vw0 * scale
         offsetZ = 0.0
-        if kind == "modular" or (kind == "cone" and g["numRows"] > 1):
+        if kind == "modular" or (kind in ("cone", "cone_parallel") and g["numRows"] > 1):
             vh = vh0 * scale
             numZ = int(math.ceil(g["numRows"] / scale))
         else:
             vh = vh0
             numZ = g["numRows"]
-        if kind == "cone":
+        if kind in ("cone", "cone_parallel"):
             sod, sdd = g["sod"], g["sdd"]
             helical = g["helicalPitch"] != 0.0
             if helical:
@@ -484,7 +560,11 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     # ------------------------------------------------------------- getters
     def get_geometry(self):
-        return None if self._geom is None else self._geom["geometry"].upper()
+        """'CONE', 'PARALLEL', 'FAN', 'MODULAR' or 'CONE-PARALLEL' (LEAP's names); None
+        before a geometry is set."""
+        if self._geom is None:
+            return None
+        return self._geom["geometry"].upper().replace("_", "-")
 
     def get_numAngles(self): return self._need_geometry()["numAngles"]
     def get_numRows(self): return self._need_geometry()["numRows"]
@@ -693,7 +773,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         if g is not None:
             kind = g["geometry"]
             title = {"parallel": "Parallel-Beam", "fan": "Fan-Beam", "cone": "Cone-Beam",
-                     "modular": "Modular-Beam"}[kind]
+                     "modular": "Modular-Beam", "cone_parallel": "Cone-Parallel"}[kind]
             curved = " (curved detector)" if g["detectorType"] == "curved" else ""
             lines.append(f"======== CT {title} Geometry{curved} ========")
             lines.append(f"number of angles: {g['numAngles']}")
@@ -707,7 +787,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 lines.append(f"axis of symmetry = {self._axis_of_symmetry:f} degrees")
             if kind != "modular":
                 lines.append(f"center detector pixel: {g['centerRow']:f}, {g['centerCol']:f}")
-            if kind in ("fan", "cone"):
+            if kind in ("fan", "cone", "cone_parallel"):
                 lines.append(f"sod = {g['sod']:f} mm")
                 lines.append(f"sdd = {g['sdd']:f} mm")
                 if g["tau"] != 0.0:
@@ -718,6 +798,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 lines.append(f"mean sdd = {sdd:f} mm")
             if kind == "cone":
                 lines.append(f"tiltAngle = {g['tiltAngle']:f} degrees")
+            if kind in ("cone", "cone_parallel"):
                 if g["helicalPitch"] != 0.0:
                     lines.append(f"helicalPitch = {g['helicalPitch']:f} (mm/radian)")
                     lines.append(f"normalized helicalPitch = {self.get_normalizedHelicalPitch():f}")
@@ -799,9 +880,12 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                                   d.get("helicalPitch", 0.0), d.get("tiltAngle", 0.0))
                 if d.get("detectorType", "flat") == "curved":
                     self.set_curvedDetector()
+            elif kind == "cone_parallel":
+                self.set_coneparallel(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
+                                      d.get("helicalPitch", 0.0))
             else:
                 raise ValueError(f"{fileName}: geometry '{kind}' is not supported by leap "
-                                 "(supported: parallel, fan, cone, modular)")
+                                 "(supported: parallel, fan, cone, cone_parallel, modular)")
         self._offset_scan = bool(d.get("offsetScan", False))
         if "axisOfSymmetry" in d:
             self.set_axisOfSymmetry(d["axisOfSymmetry"])

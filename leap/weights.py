@@ -11,7 +11,10 @@ import warnings
 
 import numpy as np
 
-from .geometry import ConeBeam, FanBeam, ModularBeam, ParallelBeam
+from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
+
+#: Geometries whose columns are parallel-beam lateral coordinates (mm at the axis).
+_PARALLEL_COLUMNS = (ParallelBeam, ConeParallelBeam)
 
 #: A scan covering at least this many degrees is treated as a full scan (LEAP's rule).
 FULL_SCAN_DEGREES = 359.9999
@@ -89,9 +92,15 @@ def cosine_weights(geometry):
     cone (flat):  pre = (1 + τu/sod)/√(1+u²+v²),     post = 1/√(1+u²+v²)
     cone (curved): pre = (cos u + (τ/sod) sin u)/√(1+v²), post = 1/√(1+v²)
     modular: as flat cone, with τ = 0, per view.
+    cone-parallel: pre = post = 1/√(1+v²) (columns are already parallel; no τ term).
     """
     if isinstance(geometry, ParallelBeam):
         return None, None
+    if isinstance(geometry, ConeParallelBeam):
+        d = geometry.detector
+        v = (np.arange(d.num_rows) - d.center_row) * d.pixel_height / geometry.sdd
+        w = (1.0 / np.sqrt(1.0 + v * v))[None, :, None]
+        return w, w
     if isinstance(geometry, ModularBeam):
         u, v = modular_uv(geometry)
         w = 1.0 / np.sqrt(1.0 + u * u + v * v)
@@ -128,7 +137,7 @@ def parker_weights(geometry) -> np.ndarray | None:
         return None
     T = angular_step(geometry)
     beta = np.abs(angles - angles[0])[:, None]
-    if isinstance(geometry, ParallelBeam):
+    if isinstance(geometry, _PARALLEL_COLUMNS):
         if rng <= math.pi + 1e-9:
             return None
         # Each view's weight is 1/(number of views that measure the same lines),
@@ -189,6 +198,7 @@ def fbp_scale(geometry, volume) -> float:
     parallel: |T_φ|·pw·ph / (2π·vw²·vh)
     fan:      |T_φ|·pw·M·ph / (2π·vw²·vh)
     cone, modular: |T_φ|·pw·M·ph·M / (2π·vw²·vh), M = sod/sdd.
+    cone-parallel: |T_φ|·pw·ph·M / (2π·vw²·vh) (columns measured at the axis).
     """
     d = geometry.detector
     T = abs(angular_step(geometry))
@@ -200,6 +210,8 @@ def fbp_scale(geometry, volume) -> float:
         sod, sdd = mean_distances(geometry)
         return base * (sod / sdd) ** 2
     m = geometry.sod / geometry.sdd
+    if isinstance(geometry, ConeParallelBeam):
+        return base * m
     return base * m * (m if isinstance(geometry, ConeBeam) else 1.0)
 
 
@@ -208,7 +220,7 @@ def _offset_geometry_terms(geometry):
     side to pad, and the columns to add (LEAP's offset-scan rules)."""
     d = geometry.detector
     i = np.arange(d.num_cols, dtype=np.float64)
-    if isinstance(geometry, ParallelBeam):
+    if isinstance(geometry, _PARALLEL_COLUMNS):
         s = (i - d.center_col) * d.pixel_width
         dmin, dmax = abs(s[0]), abs(s[-1])
         r = max(dmin, dmax)
@@ -217,7 +229,7 @@ def _offset_geometry_terms(geometry):
         n_add = math.ceil(abs(to_index(-r))) if left else math.ceil(to_index(r)) - d.num_cols
         return s, min(dmin, dmax), left, max(0, int(n_add))
     if not isinstance(geometry, (FanBeam, ConeBeam)):
-        raise ValueError("offset-scan FBP is defined for parallel, fan and cone beams")
+        raise ValueError("offset-scan FBP is defined for parallel, fan, cone and cone-parallel beams")
     sod, sdd, tau = geometry.sod, geometry.sdd, geometry.tau
     u, _ = _uv(geometry)
     u = u.ravel()

@@ -3,6 +3,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from leap import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam, Volume
+from leap.geometry import ConeParallelBeam
 
 sizes = st.integers(min_value=1, max_value=11)
 
@@ -63,6 +64,16 @@ def cone_cases(draw):
     return geo, draw(volumes())
 
 
+@st.composite
+def cone_parallel_cases(draw):
+    sod = draw(st.floats(60, 200))
+    sdd = sod + draw(st.floats(10, 200))
+    pitch = draw(st.sampled_from([0.0, 0.0, 1.5, -2.0]))
+    geo = ConeParallelBeam(detector=draw(detectors()), angles=draw(angles()), sod=sod, sdd=sdd,
+                           tau=draw(st.floats(-5, 5)), helical_pitch=pitch)
+    return geo, draw(volumes())
+
+
 def _unit(v):
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
@@ -88,4 +99,5 @@ def modular_cases(draw):
     return geo, draw(volumes())
 
 
-any_case = st.one_of(parallel_cases(), fan_cases(), cone_cases(), modular_cases())
+any_case = st.one_of(parallel_cases(), fan_cases(), cone_cases(), cone_parallel_cases(),
+                     modular_cases())

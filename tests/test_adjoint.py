@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import leap
 from conftest import dot_test
-from strategies import cone_cases, fan_cases, modular_cases, parallel_cases
+from strategies import cone_cases, cone_parallel_cases, fan_cases, modular_cases, parallel_cases
 
 TOL = 1e-5
 SETTINGS = settings(deadline=None, max_examples=40,
@@ -35,6 +35,12 @@ def test_fan_adjoint(case):
 @SETTINGS
 @given(cone_cases())
 def test_cone_adjoint(case):
+    _check(case)
+
+
+@SETTINGS
+@given(cone_parallel_cases())
+def test_cone_parallel_adjoint(case):
     _check(case)
 
 

@@ -22,6 +22,7 @@ import pytest
 
 import leap
 from leap.fbp import fbp, fbp_adjoint
+from leap.geometry import ConeParallelBeam
 
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 TOL = 1e-5
@@ -67,6 +68,10 @@ def geometries(angles=ANG):
                                       helical_pitch=0.3),
         "cone_tilted": leap.ConeBeam(detector=DET, angles=angles, sod=20.0, sdd=40.0, tilt=0.05),
         "modular": cone.to_modular(),
+        "cone_parallel": ConeParallelBeam(detector=DET, angles=angles, sod=20.0, sdd=40.0,
+                                          tau=0.4),
+        "cone_parallel_helical": ConeParallelBeam(detector=DET, angles=angles, sod=20.0,
+                                                  sdd=40.0, helical_pitch=0.3),
     }
 
 
@@ -77,7 +82,8 @@ def vol_for(geo):
 
 
 GEOS = geometries()
-FBP_GEOS = {k: v for k, v in geometries(FULL).items() if k != "cone_tilted"}
+FBP_GEOS = {k: v for k, v in geometries(FULL).items()
+            if k not in ("cone_tilted", "cone_parallel_helical")}
 
 
 class CAIArray:
@@ -150,7 +156,8 @@ class TestSimKernels:
     def test_projector_gather_random_geometries(self):
         """The gather projector must find every voxel column whose footprint meets a
         pixel: random detectors (flat/curved, off-centre), voxel sizes 0.2–1.8× the
-        pixel, volume offsets, tau, helical pitch and a 45° view, vs the CPU scatter."""
+        pixel, volume offsets, tau, helical pitch, cone-parallel and a 45° view, vs the
+        CPU scatter."""
         from numba import cuda
         r = np.random.default_rng(7)
         for trial in range(24):
@@ -162,7 +169,7 @@ class TestSimKernels:
                                 center_col=float(r.uniform(2, 8)),
                                 curved=bool(r.integers(0, 2)))
             ang = np.concatenate([[np.pi / 4], r.uniform(0, 2 * np.pi, 2)])
-            kind = trial % 4
+            kind = trial % 5
             sod = float(r.uniform(15, 30))
             sdd = sod * float(r.uniform(1.2, 2.0))
             if kind == 0:
@@ -170,6 +177,10 @@ class TestSimKernels:
             elif kind == 1:
                 geo = leap.FanBeam(detector=det, angles=ang, sod=sod, sdd=sdd,
                                    tau=float(r.uniform(-2, 2)))
+            elif kind == 4:
+                geo = ConeParallelBeam(detector=det.with_changes(curved=False), angles=ang,
+                                       sod=sod, sdd=sdd, tau=float(r.uniform(-2, 2)),
+                                       helical_pitch=float(r.uniform(-1, 1)))
             else:
                 geo = leap.ConeBeam(detector=det, angles=ang, sod=sod, sdd=sdd,
                                     helical_pitch=float(r.uniform(-1, 1)) * (kind == 3))
@@ -184,14 +195,14 @@ class TestSimKernels:
             p_gpu = leap.project(geo, vol, cuda.to_device(f)).copy_to_host()
             assert rel(p_gpu, p_cpu) <= TOL, (trial, geo, vol)
 
-    @pytest.mark.parametrize("name", ["fan", "cone_helical"])
+    @pytest.mark.parametrize("name", ["fan", "cone_helical", "cone_parallel"])
     def test_fbp_weighted_operators(self, name):
-        """The FBP back-projection weights (fan distance, helical slice weights) and
-        their transposes in the projector."""
+        """The FBP back-projection weights (fan and cone-parallel distance weights,
+        helical slice weights) and their transposes in the projector."""
         from numba import cuda
         from leap.fbp import helical_slice_weights
         geo = geometries(FULL)[name]
-        kw = ({"fan_distance_weight": True} if name == "fan"
+        kw = ({"fan_distance_weight": True} if name in ("fan", "cone_parallel")
               else {"slice_weights": helical_slice_weights(geo, VOL)})
         r = np.random.default_rng(2)
         f = r.standard_normal(VOL.shape).astype(np.float32)
@@ -343,10 +354,10 @@ def test_kernels_compile_to_ptx():
         (axial.volume_z_cumsum, (f3, f3)),
         (axial.projection_row_cumsum, (f3, d1, f3)),
         (axial.fill, (f3, float32)),
-        (axial._project, (f3, f3, d2, d2, d1, d1, d2, boolean, d, int64, boolean) + (d,) * 11
-         + (boolean,)),
-        (axial._backproject, (f3, f3, d2, d2, d1, d2, boolean, d, int64, boolean) + (d,) * 11
-         + (boolean,)),
+        (axial._project, (f3, f3, d2, d2, d1, d1, d2, boolean, d, d, d, int64, boolean)
+         + (d,) * 11 + (boolean,)),
+        (axial._backproject, (f3, f3, d2, d2, d1, d2, boolean, d, d, d, int64, boolean)
+         + (d,) * 11 + (boolean,)),
         (modular._project, (f3, f3, d2, d2, d2, d2) + (d,) * 7),
         (modular._backproject, (f3, f3, d2, d2, d2, d2) + (d,) * 7 + (boolean,)),
         (filters._scale, (f3, f3)),

@@ -5,7 +5,8 @@ build of LLNL/LEAP at commit 0c8846f, December 2024) with
 ``tools/make_upstream_references.py``; they cover what the four shared reference cases
 do not: detector and volume offsets, tau, short scans, non-uniform angles, truncation,
 other ramp filters, helical projection, symmetric objects, the attenuated Radon
-transform, iterative methods and the centre-column search.
+transform, iterative methods, the centre-column search, rebinning (rebin_parallel,
+rebin_curved) and cone-parallel ray tracing.
 """
 from pathlib import Path
 

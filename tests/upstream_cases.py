@@ -192,7 +192,70 @@ def center_column(new):
     return {"centerCol": np.array([m.get_centerCol()])}
 
 
+def _smooth_data(m):
+    """Smooth deterministic projections (the same on both sides: no projector involved)."""
+    na, nr, nc = m.get_projection_dim()
+    a, r, c = np.meshgrid(np.arange(na), np.arange(nr), np.arange(nc), indexing="ij")
+    g = 2.0 + np.sin(0.21 * a + 0.37 * c) * np.cos(0.29 * r) + 0.01 * (c - nc / 2) ** 2
+    return np.ascontiguousarray(g, dtype=np.float32)
+
+
+def rebinning(new):
+    """rebin_parallel (fan → parallel, cone flat / curved / helical → cone-parallel) and
+    rebin_curved; the rebinned data and the geometry LEAP sets."""
+    out = {}
+    setups = {
+        "fan": lambda m: m.set_fanbeam(NA, 3, N, PS, PS, 1.0, CENTER + 1.3,
+                                       m.setAngleArray(NA, 360.0), SOD, SDD),
+        "fan_short_tau": lambda m: m.set_fanbeam(NA, 3, N, PS, PS, 1.0, CENTER,
+                                                 m.setAngleArray(NA, 220.0), SOD, SDD, 5.0),
+        "cone": lambda m: m.set_conebeam(NA, N // 2, N, PS, PS, 0.5 * (N // 2 - 1) - 2.0,
+                                         CENTER + 0.7, m.setAngleArray(NA, 360.0), SOD, SDD),
+        "cone_curved_short": lambda m: (m.set_conebeam(NA, N // 2, N, PS, PS, 0.5 * (N // 2 - 1),
+                                                       CENTER, m.setAngleArray(NA, 240.0),
+                                                       SOD, SDD, -3.0), m.set_curvedDetector()),
+        "cone_helical": lambda m: (m.set_conebeam(2 * NA, N // 4, N, PS, PS, 0.5 * (N // 4 - 1),
+                                                  CENTER, m.setAngleArray(2 * NA, 720.0), SOD, SDD),
+                                   m.set_normalizedHelicalPitch(0.5)),
+    }
+    for name, setup in setups.items():
+        m = new()
+        setup(m)
+        g = _smooth_data(m)
+        m.rebin_parallel(g, 4 if name == "fan" else 6)
+        out[f"{name}_g"] = g
+        out[f"{name}_geometry"] = np.array(
+            [m.get_numAngles(), m.get_pixelWidth(), m.get_centerCol(), m.get_sod(), m.get_tau(),
+             m.get_angles()[0], m.get_angles()[-1]], dtype=np.float64)
+    m = new()
+    m.set_conebeam(8, 5, N, PS, PS, 2.0, CENTER, m.setAngleArray(8, 360.0), SOD, SDD)
+    m.set_curvedDetector()
+    da = np.degrees(np.arctan(PS / SDD))
+    fan = ((np.arange(N) - CENTER) * da * 1.01 + 0.05 * da * np.sin(np.arange(N))).astype(np.float32)
+    for order in (6, 3):
+        g = _smooth_data(m)
+        m.rebin_curved(g, fan, order)
+        out[f"curved_order{order}"] = g
+    return out
+
+
+def cone_parallel_ray_trace(new):
+    """Analytic projections of a cone-parallel scan (circular and helical, tau): checks
+    the geometry's rays (upstream's CPU build has no cone-parallel projector)."""
+    out = {}
+    for name, pitch in (("circular", 0.0), ("helical", 8.0)):
+        m = new()
+        m.set_coneparallel(12, N // 2, N, PS, 3.0, 0.5 * (N // 2 - 1) + 1.3, CENTER - 1.7,
+                           m.setAngleArray(12, 360.0), SOD, SDD, 2.0, pitch)
+        m.set_FORBILD(None, True)
+        g = m.allocate_projections()
+        m.rayTrace(g, 1)
+        out[name] = g
+    return out
+
+
 CASES = {fn.__name__: fn for fn in (
     parallel_offsets, parallel_nonuniform_angles, fan_tau_short_scan, cone_offsets,
     cone_short_scan_tau, cone_curved_short_scan, cone_truncated, cone_ramp_filters,
-    cone_helical, symmetric_objects, attenuated_cylinder, iterative, center_column)}
+    cone_helical, symmetric_objects, attenuated_cylinder, iterative, center_column,
+    rebinning, cone_parallel_ray_trace)}

@@ -5,10 +5,11 @@ the canonical per-view vector form :class:`ModularBeam` (``to_modular()``) where
 form can express it.
 """
 from .cone import ConeBeam
+from .coneparallel import ConeParallelBeam
 from .detector import Detector
 from .fan import FanBeam
 from .modular import ModularBeam
 from .parallel import ParallelBeam
 from .volume import Volume
 
-__all__ = ["ConeBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam", "Volume"]
+__all__ = ["ConeBeam", "ConeParallelBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam", "Volume"]

@@ -12,7 +12,9 @@ projects to detector column coordinate ``sdd * lateral / depth`` (flat) or to th
 angle ``atan(lateral / depth)`` (curved), and z maps to the row coordinate
 ``(z - source_z) * sdd / D`` with D = depth (flat) or the in-plane distance (curved).
 Parallel beams use ``lateral = p·col_dir`` and rows ``t = z``; fan beams keep rows
-``t = z`` (each slice is its own fan).
+``t = z`` (each slice is its own fan). Cone-parallel beams (rebinned cone beams) use
+the parallel column ``lateral = p·col_dir`` and the cone row mapping
+``(z − z_s)·sdd / D`` with ``D = √(sod² − lateral²) + p·ray_dir``.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 # Column models.
-PARALLEL, FLAT, CURVED = 0, 1, 2
+PARALLEL, FLAT, CURVED, CONE_PARALLEL = 0, 1, 2, 3
 
 
 class AxialViews(NamedTuple):
@@ -31,9 +33,12 @@ class AxialViews(NamedTuple):
     source_xy : (num_angles, 2) in-plane source position, mm (zeros for parallel).
     source_z : (num_angles,) source height, mm (helical; zeros otherwise).
     sdd : float, source-to-detector distance, mm (unused for parallel).
-    column_model : PARALLEL, FLAT or CURVED.
+    column_model : PARALLEL, FLAT, CURVED or CONE_PARALLEL.
     magnify_z : bool, whether z is magnified onto the rows (cone) or not (parallel, fan).
     fov_radius : float, voxels with x² + y² > fov_radius² are skipped, mm.
+    sod : float, cone-parallel only: orbit radius, mm (0 otherwise).
+    helical_pitch : float, cone-parallel only: mm/rad; a ray of lateral coordinate s
+        has its source at ``source_z + helical_pitch·asin(s/sod)`` (0 otherwise).
     """
 
     col_dir: np.ndarray
@@ -43,6 +48,8 @@ class AxialViews(NamedTuple):
     column_model: int
     magnify_z: bool
     fov_radius: float
+    sod: float = 0.0
+    helical_pitch: float = 0.0
 
 
 def column_axes(angles: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .axial import column_axes
 from .cone import ConeBeam
+from .coneparallel import ConeParallelBeam
 from .fan import FanBeam
 from .modular import ModularBeam
 from .parallel import ParallelBeam
@@ -26,7 +27,7 @@ def pixel_rays(geometry, oversampling: int = 1):
 
     Parameters
     ----------
-    geometry : ParallelBeam, FanBeam, ConeBeam or ModularBeam
+    geometry : ParallelBeam, FanBeam, ConeBeam, ConeParallelBeam or ModularBeam
     oversampling : int
         Rays per pixel along each detector axis (``oversampling²`` per pixel, placed
         at the centres of equal sub-pixels).
@@ -64,6 +65,17 @@ def pixel_rays(geometry, oversampling: int = 1):
     if isinstance(geometry, ParallelBeam):
         org = s[None, ..., None] * perp + t[None, ..., None] * zhat
         return np.broadcast_to(org, shape).copy(), np.broadcast_to(ray, shape).copy()
+    if isinstance(geometry, ConeParallelBeam):
+        # Source of the ray at lateral s: on the orbit, √(sod² − s²) along θ; the ray
+        # runs along −θ + (t/sdd)·ẑ (LEAP's set_coneparallel formula).
+        theta = -ray
+        R = geometry.sod
+        z_s = (geometry.source_z()[:, None, None, None]
+               + geometry.helical_pitch * np.arcsin(s / R)[None])
+        org = (s[None, ..., None] * perp + np.sqrt(R * R - s * s)[None, ..., None] * theta
+               + z_s[..., None] * zhat)
+        dirs = ray + (t / geometry.sdd)[None, ..., None] * zhat
+        return _normalised(np.broadcast_to(org, shape), np.broadcast_to(dirs, shape))
     src2 = geometry.source_xy()
     src = np.zeros((geometry.num_angles, 3))
     src[:, :2] = src2

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 # Column models of the axial family (same values as leap.geometry.axial).
-PARALLEL, FLAT, CURVED = 0, 1, 2
+PARALLEL, FLAT, CURVED, CONE_PARALLEL = 0, 1, 2, 3
 
 
 def overlap(a0, a1, b0, b1):
@@ -97,6 +97,46 @@ def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
     if c0 > c1:
         c0, c1 = c1, c0
     return c0, c1, voxel_width * rho / big, dist
+
+
+def cone_parallel_distance(x, y, cx, cy, sod, helical_pitch):
+    """Row magnification of the voxel column at (x, y) in a cone-parallel view.
+
+    Cone-parallel rays are parallel in-plane (column = lateral coordinate
+    ``s = x cx + y cy``, the parallel-beam column footprint) but diverge out of plane
+    from a source on the orbit of radius ``sod`` at in-plane distance √(sod² − s²)
+    before the rotation axis: z maps to ``t = (z − z_s)·sdd / D`` with
+    ``D = √(sod² − s²) − x·θ`` (θ = (cy, −cx), so −x·θ is the voxel's depth along the
+    ray). A helical source sits at ``z_s = z_view + helical_pitch·asin(s/sod)``: the
+    ray of lateral coordinate s comes from the fan view ψ + asin(s/sod).
+
+    Returns
+    -------
+    dist : D, mm (``<= 0``: the voxel is not in front of the source, skip it).
+    dz : ``helical_pitch·asin(s/sod)``, mm, added to the view's source height.
+    """
+    s = x * cx + y * cy
+    if not abs(s) < sod:
+        return -1.0, 0.0
+    dist = math.sqrt(sod * sod - s * s) - (x * cy - y * cx)
+    dz = 0.0
+    if helical_pitch != 0.0:
+        dz = helical_pitch * math.asin(s / sod)
+    return dist, dz
+
+
+def fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist):
+    """Back-projection weight of FBP for the voxel column at (x, y), one view.
+
+    Fan beams: sod/(sod − x·θ), the fan-beam distance weight. Cone-parallel beams
+    (``model == CONE_PARALLEL``): D/sod with D the row-magnifying distance of
+    :func:`cone_parallel_distance`; it cancels the 1/D of the footprint's row extent,
+    so FBP interpolates rebinned data like a parallel beam (upstream LEAP's
+    ``v_denom / √(R² + v²)``, with v² ≪ R² dropped). ``dist_sod`` is sod, mm.
+    """
+    if model == CONE_PARALLEL:
+        return dist / dist_sod
+    return dist_sod / (dist_sod - (x * cy - y * cx))
 
 
 def parallel_view_constants(cx, cy, voxel_width, pixel_width):

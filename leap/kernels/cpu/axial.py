@@ -53,10 +53,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..footprints import PARALLEL
+from ..footprints import CONE_PARALLEL, PARALLEL
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_column_footprint, column_range,
-                   direct_shift, overlap, parallel_column_footprint, parallel_view_constants,
-                   row_mapping)
+                   cone_parallel_distance, direct_shift, fbp_distance_weight, overlap,
+                   parallel_column_footprint, parallel_view_constants, row_mapping)
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap_columns: i0 ∈ [-1, ncols], i0 + 1).
@@ -208,18 +208,24 @@ def _fov_ix_range(y, x0, voxel_width, nx, fov_r2):
 
 
 @numba.njit(**_inline)
-def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                voxel_width, pixel_width, center_col):
-    """Column footprint of voxel column (x, y): (c_lo, c_hi, weight, dist); see footprints.
+    """Column footprint of voxel column (x, y): (c_lo, c_hi, weight, dist, dz); see
+    footprints (dz: the column's helical source-height offset, cone-parallel only).
 
-    Parallel beams use the precomputed view constants (cxp, cyp, half_p, par_weight
-    from ``parallel_view_constants``), divergent beams ``axial_column_footprint``.
+    Parallel and cone-parallel beams use the precomputed view constants (cxp, cyp,
+    half_p, par_weight from ``parallel_view_constants``), cone-parallel adds its row
+    distance (``cone_parallel_distance``); divergent beams ``axial_column_footprint``.
     """
-    if model == PARALLEL:
+    if model == PARALLEL or model == CONE_PARALLEL:
         c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
-        return c_lo, c_hi, par_weight, 1.0
-    return axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
-                                  pixel_width, center_col)
+        if model == PARALLEL:
+            return c_lo, c_hi, par_weight, 1.0, 0.0
+        dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
+        return c_lo, c_hi, par_weight, dist, dz
+    c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
+                                                      voxel_width, pixel_width, center_col)
+    return c_lo, c_hi, weight, dist, 0.0
 
 
 @numba.njit(**_inline)
@@ -390,14 +396,14 @@ def _backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
 # General axial kernels.
 
 @numba.njit(**FAST_JIT)
-def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_r2,
+def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, magnify_z, fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                   center_col, center_row, row_factor, dist_sod, sw, cumw):
     """One view of the general projector into ``ga`` (nrows, ncols).
 
     acc : (GUARD_LO + ncols + GUARD_HI, nrows) float64 scratch, E : (nrows + 1,) scratch.
     The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
-    view by sod/(sod − x·θ); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
+    view by ``fbp_distance_weight`` (fan: sod/(sod − x·θ), cone-parallel: D/sod); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
     (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
     cumulative sum.
     """
@@ -420,13 +426,13 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
         lo, hi = _fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         for ix in range(lo, hi):
             x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist = _footprint(
-                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+            c_lo, c_hi, weight, dist, dz = _footprint(
+                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                 voxel_width, pixel_width, center_col)
             if dist <= 0.0:
                 continue
             if dist_sod > 0.0:
-                weight *= dist_sod / (dist_sod - (x * cy - y * cx))
+                weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
             cum = S[iy, ix]
             if direct:
                 if c_hi - c_lo <= 1.0:
@@ -449,7 +455,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
                             acc[i + GUARD_LO, k + shift] += w * v
                 continue
             if magnify_z:
-                A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
+                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
                                     pixel_height, center_row)
             fj0 = max(0.0, np.floor(A + 0.5))
             fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5))
@@ -497,7 +503,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, model, magnify_z, fov_
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
-def project(S, g, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
+def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
             x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w):
     """Forward projection into g from S = volume_z_cumsum(f); one view per thread.
@@ -505,6 +511,7 @@ def project(S, g, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
     S : (ny, nx, nz + 1) float32; g : (na, nrows, ncols) float32, overwritten.
     col_dir, source_xy : (na, 2) float64; source_z : (na,) float64, mm.
     row_factor : (nrows,) float64. Lengths in mm, centres in fractional pixels.
+    ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
     are the transposes of :func:`backproject`'s FBP weights.
     """
@@ -524,20 +531,21 @@ def project(S, g, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
             cumw = np.empty(nz + 1, dtype=np.float64)
             sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
             _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
-                          source_xy[a, 1], source_z[a], sdd, model, magnify_z, fov_r2,
+                          source_xy[a, 1], source_z[a], sdd, sod, pitch, model, magnify_z,
+                          fov_r2,
                           x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                           center_col, center_row, row_factor, dist_sod, sw, cumw)
 
 
 @numba.njit(**FAST_JIT)
-def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, magnify_z,
-                     fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pitch, model,
+                     magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                      pixel_height, center_col, center_row, dist_sod, slice_w):
     """Back-project all views into one row of voxel columns: ``slab`` (nx, nz) float64.
 
     Views are the outer loop so per-view constants are computed once per row.
     E : (nz + 1,) float64 scratch. ``dist_sod > 0`` multiplies each view's weight by
-    sod/(sod − x·θ) (fan-beam FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel
+    ``fbp_distance_weight`` (fan-beam and cone-parallel FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel
     k's contribution from view a by ``slice_w[a, k]`` (helical FBP, magnified rows).
     """
     weighted = slice_w.shape[0] > 0
@@ -568,14 +576,14 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
         Ga = G[a]
         for ix in range(lo, hi):
             x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist = _footprint(
-                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+            c_lo, c_hi, weight, dist, dz = _footprint(
+                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                 voxel_width, pixel_width, center_col)
             if dist <= 0.0:
                 continue
             if dist_sod > 0.0:
-                # x·θ with θ = (cy, −cx): FBP's fan-beam distance weight.
-                weight *= dist_sod / (dist_sod - (x * cy - y * cx))
+                # FBP's distance weight (fan, cone-parallel).
+                weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
             col = slab[ix]
             if direct:
                 if c_hi - c_lo <= 1.0:
@@ -600,7 +608,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
                             col[k] += w * (np.float64(gi[j + 1]) - np.float64(gi[j]))
                 continue
             if magnify_z:
-                A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z,
+                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
                                     pixel_height, center_row)
             # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
             # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
@@ -644,7 +652,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model, m
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
-def backproject(G, f, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r2,
+def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
                 x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w):
     """Matched back-projection into f from G = projection_row_cumsum(g).
@@ -669,7 +677,7 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, model, magnify_z, fov_r
         # One row of voxel columns, (x, z) so a column's voxels are contiguous.
         slab = np.empty((nx, nz), dtype=np.float64)
         E = np.empty(nz + 1, dtype=np.float64)
-        _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, model,
+        _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pitch, model,
                          magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
                          pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w)
         for k in range(nz):

@@ -22,7 +22,7 @@ layouts and the parallelisation differ, chosen for coalesced GPU access:
   accumulators, no atomics.
 
 Both kernels evaluate the footprint (``axial_column_footprint`` /
-``parallel_column_footprint`` from :mod:`leap.kernels.footprints`, compiled for the
+``parallel_column_footprint`` / ``cone_parallel_distance`` from :mod:`leap.kernels.footprints`, compiled for the
 GPU) on identical inputs, so they weight every (voxel, pixel) pair identically and
 remain exact transposes of each other.
 """
@@ -33,10 +33,11 @@ import math
 import numpy as np
 from numba import cuda, float64
 
-from ..footprints import CURVED, PARALLEL
+from ..footprints import CONE_PARALLEL, CURVED, PARALLEL
 from ._jit import (BLOCK_2D, BLOCK_3D, KERNEL, THREADS_1D, axial_column_footprint, blocks,
-                   column_range, device, direct_shift, interp_cumulative, overlap,
-                   parallel_column_footprint, parallel_view_constants, row_mapping)
+                   column_range, cone_parallel_distance, device, direct_shift,
+                   fbp_distance_weight, interp_cumulative, overlap, parallel_column_footprint,
+                   parallel_view_constants, row_mapping)
 
 #: Slices per back-projector thread (boundary values shared between neighbours).
 KBLOCK = 8
@@ -54,13 +55,18 @@ RBLOCK = 16
 
 
 @device
-def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                voxel_width, pixel_width, center_col):
-    if model == PARALLEL:
+    """(c_lo, c_hi, weight, dist, dz): as ``leap.kernels.cpu.axial._footprint``."""
+    if model == PARALLEL or model == CONE_PARALLEL:
         c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
-        return c_lo, c_hi, par_weight, 1.0
-    return axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
-                                  pixel_width, center_col)
+        if model == PARALLEL:
+            return c_lo, c_hi, par_weight, 1.0, 0.0
+        dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
+        return c_lo, c_hi, par_weight, dist, dz
+    c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
+                                                      voxel_width, pixel_width, center_col)
+    return c_lo, c_hi, weight, dist, 0.0
 
 
 # ------------------------------------------------------------------ cumulative sums
@@ -114,7 +120,7 @@ def _edge_line(e, cx, cy, sx, sy, sdd, model, pixel_width, center_col):
     """The in-plane line on which column coordinate ``e`` (fractional pixels) is
     constant: a point (px, py) and a direction (dx, dy), the inverse of the column
     mapping of ``axial_column_footprint`` (rays run along r = (−cy, cx))."""
-    if model == PARALLEL:
+    if model == PARALLEL or model == CONE_PARALLEL:
         s = (e - center_col) * pixel_width
         return s * cx, s * cy, -cy, cx
     if model == CURVED:
@@ -172,7 +178,8 @@ def _weighted_cumulative(cum, sw, a, nz, q, kc, run):
 
 
 @cuda.jit(**KERNEL)
-def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, sdd, model,
+def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, sdd, sod, pitch,
+             model,
              magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
              pixel_height, center_col, center_row, dist_sod, accumulate):
     """Projection of S's volume into g (na, nrows, ncols): a gather, one thread per
@@ -220,17 +227,17 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
             y = y0 + iy * voxel_width
             if not x * x + y * y <= fov_r2:
                 continue
-            c_lo, c_hi, weight, dist = _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp,
-                                                  half_p, par_weight, sdd, voxel_width,
-                                                  pixel_width, center_col)
+            c_lo, c_hi, weight, dist, dz = _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp,
+                                                      half_p, par_weight, sdd, sod, pitch,
+                                                      voxel_width, pixel_width, center_col)
             if dist <= 0.0:
                 continue
             w = overlap(c_lo, c_hi, c0, c1)
             if w == 0.0:
                 continue
             if dist_sod > 0.0:
-                weight *= dist_sod / (dist_sod - (x * cy - y * cx))
-            A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
+                weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+            A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z, pixel_height,
                                 center_row)
             # Rows the column covers, ∩ this thread's rows: row j gets
             # B·(E(j + 1) − E(j)), E(t) the cumulative integral at row edge t − ½.
@@ -267,7 +274,7 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
 # ------------------------------------------------------------------ back-projector
 
 @cuda.jit(**KERNEL)
-def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, model,
+def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod, pitch, model,
                  magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                  pixel_height, center_col, center_row, dist_sod, accumulate):
     """Back-project G's views into f (nz, ny, nx): thread (ix, iy, block of KBLOCK slices)."""
@@ -291,14 +298,14 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, mod
         zs = source_z[a]
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        c_lo, c_hi, weight, dist = _footprint(model, x, y, cx, cy, source_xy[a, 0],
-                                              source_xy[a, 1], cxp, cyp, half_p,
-                                              par_weight, sdd, voxel_width, pixel_width,
-                                              center_col)
+        c_lo, c_hi, weight, dist, dz = _footprint(model, x, y, cx, cy, source_xy[a, 0],
+                                                  source_xy[a, 1], cxp, cyp, half_p,
+                                                  par_weight, sdd, sod, pitch, voxel_width,
+                                                  pixel_width, center_col)
         if dist <= 0.0:
             continue
         if dist_sod > 0.0:
-            weight *= dist_sod / (dist_sod - (x * cy - y * cx))
+            weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
         i0, i1 = column_range(c_lo, c_hi, ncols)
         if i0 > i1:
             continue
@@ -317,7 +324,7 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, mod
                     acc[k - ks] += w * (float64(G[a, j + 1, i]) - float64(G[a, j, i]))
             continue
         if magnify_z:
-            A, B = row_mapping(z0, voxel_height, zs, dist, sdd, magnify_z, pixel_height,
+            A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z, pixel_height,
                                 center_row)
         inv_b = 1.0 / B
         kb0 = int(max(math.floor(max((-0.5 - A) * inv_b, -1.0)), float(ks)))
@@ -397,6 +404,7 @@ def project(S, g, views, p, row_factor, slice_weights, stream, *, accumulate=Fal
             blocks(na, BLOCK_3D[2]))
     _project[grid, BLOCK_3D, stream](
         S, g, col_dir, source_xy, source_z, rf, sw, weighted, float(views.sdd),
+        float(views.sod), float(views.helical_pitch),
         int(views.column_model), bool(views.magnify_z), float(p.fov_r2), float(p.x0),
         float(p.y0), float(p.z0), float(p.voxel_width), float(p.voxel_height),
         float(p.pixel_width), float(p.pixel_height), float(p.center_col),
@@ -416,6 +424,7 @@ def backproject(G, f, views, p, slice_weights, stream, *, accumulate=False):
             blocks(blocks(nz, KBLOCK), BLOCK_3D[2]))
     _backproject[grid, BLOCK_3D, stream](
         G, f, col_dir, source_xy, source_z, sw, weighted, float(views.sdd),
+        float(views.sod), float(views.helical_pitch),
         int(views.column_model), bool(views.magnify_z), float(p.fov_r2), float(p.x0),
         float(p.y0), float(p.z0), float(p.voxel_width), float(p.voxel_height),
         float(p.pixel_width), float(p.pixel_height), float(p.center_col),

@@ -1,0 +1,314 @@
+"""Rebinning of projection data (LEAP's ``rebin_curved`` and ``rebin_parallel``).
+
+* :func:`rebin_curved` resamples the columns of a curved detector made of flat modules
+  (measured fan angles per column) onto the ideal equi-angular columns.
+* :func:`rebin_parallel` turns fan-beam data into parallel-beam data and cone-beam data
+  into cone-parallel data: the parallel ray of view φ and lateral position s is the
+  fan ray of view β = φ + α(s), α(s) = asin(s/R) + asin(τ/R), R = √(sod² + τ²) the
+  radius of the source orbit. Flat cone-beam rows are first resampled so that the row
+  coordinate is the ray's slope per unit in-plane length (v·√(1 + u²)), which is what
+  cone-parallel rows mean.
+
+Interpolation is Lagrange polynomial interpolation of even order 2..6 (angles ×
+columns, separable), with upstream LEAP's stencil rules at the borders, so the numbers
+match upstream's (``src/rebin.cpp``). Arrays are float32 (num_angles, num_rows,
+num_cols); angles in radians internally.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ParallelBeam
+
+
+def _stencils(positions, n, order, n_bound=None, closest_fallback=False):
+    """Upstream's Lagrange stencils at fractional indices ``positions`` of n samples.
+
+    The value at position q is Σ_l W[l]·x[first + l]. Exact hits and positions off the
+    ends take the nearest sample; within ¼ of a sample an odd number of points centred
+    on it, otherwise an even number straddling q (at most ``order``, fewer near the
+    ends); ``n_bound`` limits the length (upstream uses the column count also when
+    resampling rows). A 1-point stencil takes the nearest sample when
+    ``closest_fallback``, else the stencil's first one (upstream's 2-D interpolation).
+
+    Returns ``first`` (int array, the positions' shape), ``M`` (stencil lengths) and
+    ``W`` (shape + (6,)): the weights, zero for l ≥ M.
+    """
+    n_bound = n if n_bound is None else n_bound
+    q = np.asarray(positions, dtype=np.float64)
+    ic = np.floor(0.5 + q)
+    frac = np.abs(q - ic)
+    single = (frac < 1e-8) | (ic < 0) | (ic > n - 1)
+    near = frac < 0.25
+    # Odd stencil centred on the nearest sample (C's % and / truncate toward zero).
+    m_odd = np.minimum(order - math.fmod(order + 1, 2), 1 + np.minimum(n_bound - 1 - ic, ic))
+    m_odd = np.where(np.fmod(m_odd, 2) == 0, m_odd - 1, m_odd)
+    first_odd = ic - np.trunc((m_odd - 1) / 2)
+    # Even stencil straddling the position.
+    tq = np.trunc(q)
+    m_even = np.minimum(order - math.fmod(order, 2), np.minimum(n_bound - np.ceil(q), 1 + tq))
+    m_even = np.where(np.fmod(m_even, 2) == 1, m_even - 1, m_even)
+    first_even = tq - np.trunc(m_even / 2) + 1
+    M = np.where(near, m_odd, m_even)
+    first = np.where(near, first_odd, first_even)
+    one = single | (M <= 1)
+    fallback = ic if closest_fallback else first
+    first = np.where(single, np.clip(ic, 0, n - 1),
+                     np.where(one, np.clip(fallback, 0, n - 1), first)).astype(np.int64)
+    M = np.where(one, 1, M).astype(np.int64)
+    W = np.zeros(q.shape + (6,))
+    x = q - first
+    for l in range(6):
+        h = np.ones_like(q)
+        for m in range(6):
+            if m != l:
+                h = np.where(m < M, h * (x - m) / (l - m), h)
+        W[..., l] = np.where(l < M, h, 0.0)
+    W[one] = 0.0
+    W[one, 0] = 1.0
+    return first, M, W
+
+
+def _stencil_matrix(positions, n, order, n_bound=None, closest_fallback=False, clamp=False):
+    """Dense (len(positions), n) interpolation matrix of :func:`_stencils` rows.
+
+    Stencil points off [0, n) are dropped (``clamp=False``, upstream's 2-D
+    interpolation) or moved to the nearest end (``clamp=True``, its row resampling).
+    """
+    first, _, W = _stencils(positions, n, order, n_bound, closest_fallback)
+    A = np.zeros((first.size, n))
+    rows = np.arange(first.size)
+    for l in range(6):
+        k = first + l
+        ok = (W[:, l] != 0.0)
+        if clamp:
+            np.add.at(A, (rows[ok], np.clip(k[ok], 0, n - 1)), W[ok, l])
+        else:
+            ok &= (k >= 0) & (k < n)
+            np.add.at(A, (rows[ok], k[ok]), W[ok, l])
+    return A
+
+
+def _check_projections(geometry, g):
+    if not isinstance(g, np.ndarray) or g.dtype != np.float32 or not g.flags.c_contiguous:
+        raise TypeError("g must be a C-contiguous float32 numpy.ndarray of shape "
+                        f"{geometry.projection_shape}")
+    if g.shape != geometry.projection_shape:
+        raise ValueError(f"g must have shape {geometry.projection_shape}, got {g.shape}")
+    if not g.flags.writeable:
+        raise ValueError("g is read-only; rebinning works in place")
+
+
+def _order(order) -> int:
+    o = int(order)
+    if o != order:
+        raise TypeError(f"order must be an integer, got {order!r}")
+    o += o % 2
+    return max(2, min(o, 6))
+
+
+def rebin_curved(geometry: ConeBeam, g: np.ndarray, fan_angles, order: int = 6) -> np.ndarray:
+    """Resample, in place, the columns of curved cone-beam data measured at the fan angles
+    ``fan_angles`` (degrees, one per column, increasing) onto the geometry's equi-angular
+    columns ``(i − center_col)·atan(pixel_width/sdd)``.
+
+    g : (num_angles, num_rows, num_cols) float32, overwritten and returned.
+    order : number of points of the Lagrange interpolation (upstream's rules).
+    """
+    if not isinstance(geometry, ConeBeam) or not geometry.detector.curved:
+        raise ValueError("rebin_curved needs curved cone-beam data: set_conebeam(...) then "
+                         "set_curvedDetector()")
+    _check_projections(geometry, g)
+    d = geometry.detector
+    fa = np.asarray(fan_angles, dtype=np.float32).astype(np.float64).ravel()
+    if fa.size != d.num_cols:
+        raise ValueError(f"fanAngles must hold one angle per column ({d.num_cols}), got {fa.size}")
+    if d.num_cols <= 2:
+        raise ValueError("rebin_curved needs at least three detector columns")
+    if not np.all(np.diff(fa) > 0):
+        raise ValueError("fanAngles must be strictly increasing (degrees)")
+    if int(order) != order or not 1 <= int(order) <= 6:
+        raise ValueError(f"order must be an integer from 1 to 6, got {order!r}")
+    order = int(order)
+    n = d.num_cols
+    target = np.degrees((np.arange(n) - d.center_col) * math.atan(d.pixel_width / geometry.sdd))
+    pos = np.array([_fan_angles_inv(fa, float(t)) for t in target])
+    first, M, _ = _stencils(pos, n, order, n, closest_fallback=True)
+    # Lagrange weights on the measured (non-uniform) angles.
+    A = np.zeros((n, n))
+    for k in range(n):
+        nodes = fa[first[k]:first[k] + M[k]]
+        for l in range(M[k]):
+            others = np.delete(nodes, l)
+            A[k, first[k] + l] = np.prod((target[k] - others) / (nodes[l] - others))
+    g[...] = np.einsum("arj,kj->ark", g.astype(np.float64), A).astype(np.float32)
+    return g
+
+
+def _fan_angles_inv(fa, val):
+    """Fractional column index of the angle ``val`` among the increasing ``fa``
+    (piecewise linear, clamped to [0, n − 1])."""
+    n = fa.size
+    if val <= fa[0]:
+        return 0.0
+    if val >= fa[-1]:
+        return float(n - 1)
+    return float(np.interp(val, fa, np.arange(n, dtype=np.float64)))
+
+
+def _angles_index(angles, beta):
+    """Fractional view index of angle(s) beta (upstream's ``phi_inv``: linear between
+    views, clamped to the first / last view)."""
+    a = np.asarray(angles, dtype=np.float64)
+    idx = np.arange(a.size, dtype=np.float64)
+    if a[-1] < a[0]:
+        a, idx = a[::-1], idx[::-1]
+    return np.interp(beta, a, idx)
+
+
+def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
+    """Rebin fan-beam data to parallel-beam or cone-beam data to cone-parallel, in place.
+
+    Parameters
+    ----------
+    geometry : FanBeam or ConeBeam (flat or curved, circular or helical, untilted)
+    g : (num_angles, num_rows, num_cols) float32
+        Overwritten with the rebinned data. Scans shorter than a full turn (and helical
+        scans) lose the views whose rays were not all measured: the first
+        ``new.num_angles`` views hold the result, the rest are zeroed.
+    order : int
+        Lagrange interpolation order (even, 2..6; odd values are rounded up).
+
+    Returns
+    -------
+    new_geometry : ParallelBeam (from fan) or ConeParallelBeam (from cone), with
+        ``sod`` → √(sod² + τ²), τ → 0, ``pixel_width`` → pixel_width·√(sod² + τ²)/sdd (the
+        column spacing at the axis), a flat detector and the same ``center_col``.
+    g : the rebinned array (the same object).
+    """
+    if not isinstance(geometry, (FanBeam, ConeBeam)):
+        raise ValueError("rebin_parallel needs fan-beam or cone-beam data, got "
+                         f"{type(geometry).__name__}")
+    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
+        raise ValueError("rebin_parallel does not handle a tilted detector (tiltAngle != 0)")
+    _check_projections(geometry, g)
+    d = geometry.detector
+    if d.num_cols <= 2:
+        raise ValueError("rebin_parallel needs at least three detector columns")
+    na, nr, nc = g.shape
+    order = _order(order)
+    phis = geometry.angles
+    if na >= 2:
+        steps = np.diff(phis)
+        equi = np.allclose(steps, steps[0], rtol=1e-3, atol=1e-7)
+    else:
+        equi = True
+    if not equi and order > 2:
+        warnings.warn("non-equispaced angles can only be rebinned with linear interpolation; "
+                      "using order 2", RuntimeWarning, stacklevel=3)
+        order = 2
+    T_phi = float((phis[-1] - phis[0]) / (na - 1)) if na >= 2 else 0.0
+    if T_phi == 0.0:
+        raise ValueError("rebin_parallel needs at least two distinct view angles")
+    phi0 = float(phis[0])
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    rng = abs(math.degrees(abs(phis[-1] - phis[0]) + 0.5 * abs(phis[-1] - phis[-2])
+                           + 0.5 * abs(phis[1] - phis[0])))
+    wrap = not helical and not rng < min(359.0, 360.0 - abs(math.degrees(T_phi)))
+
+    tau, R0 = geometry.tau, geometry.sod
+    R = math.hypot(R0, tau)
+    atan_A = math.atan(2.0 * tau * R0 / (R0 * R0 - tau * tau))
+    asin_tau = math.asin(tau / R)
+    sdd = geometry.sdd
+    cols = np.arange(nc, dtype=np.float64)
+    if d.curved:
+        du = math.atan(d.pixel_width / sdd)
+        u = (cols - d.center_col) * du
+    else:
+        u = (cols - d.center_col) * d.pixel_width / sdd
+    T_u, u0 = u[1] - u[0], u[0]
+    T_s = d.pixel_width * R / sdd
+    s0 = -d.center_col * T_s
+
+    n_new, phi0_new = na, phi0
+    if not wrap:
+        fan_lo, fan_hi = (u[0], u[-1]) if d.curved else (math.atan(u[0]), math.atan(u[-1]))
+        if T_phi >= 0:
+            start, end = phis[0] - fan_lo, phis[-1] - fan_hi
+        else:
+            start, end = phis[0] - fan_hi, phis[-1] - fan_lo
+        # upstream keeps these two in float32
+        start, end = float(np.float32(start)), float(np.float32(end))
+        i0 = math.ceil((start - phi0) / T_phi)
+        i1 = math.floor((end - phi0) / T_phi)
+        phi0_new = i0 * T_phi + phi0
+        n_new = i1 - i0 + 1
+        if n_new <= 0:
+            raise ValueError("the scan is too short to rebin: no parallel view has all its "
+                             "rays measured")
+    beta_min = min(phi0, T_phi * (na - 1) + phi0)
+    beta_max = max(phi0, T_phi * (na - 1) + phi0)
+
+    work = g.astype(np.float64)
+    if isinstance(geometry, ConeBeam) and not d.curved and nr > 1:
+        # Rows: slope per unit in-plane length, v·√(1 + u²) on the flat detector.
+        v = (np.arange(nr) - d.center_row) * d.pixel_height / sdd
+        T_v, v0 = v[1] - v[0], v[0]
+        for k in range(nc):
+            pos = (v * math.sqrt(1.0 + u[k] * u[k]) - v0) / T_v
+            A = _stencil_matrix(pos, nr, order, n_bound=nc, closest_fallback=True, clamp=True)
+            work[:, :, k] = work[:, :, k] @ A.T
+
+    # Fan angle and view of every (new view, column): the same for every row.
+    phi = phi0_new + T_phi * np.arange(n_new, dtype=np.float64)[:, None]
+    s = s0 + T_s * cols[None, :]
+    alpha = np.broadcast_to(np.arcsin(s / R) + asin_tau, (n_new, nc)).copy()
+    beta = phi + alpha
+    if wrap:
+        beta = np.where(beta < beta_min, beta + 2 * math.pi,
+                        np.where(beta > beta_max, beta - 2 * math.pi, beta))
+    else:
+        # Views off the scan: use the conjugate ray (opposite direction).
+        alpha_c = -alpha + atan_A
+        lo, hi = beta < beta_min, beta > beta_max
+        beta = np.where(lo, beta - (alpha - alpha_c) + math.pi,
+                        np.where(hi, beta - (alpha - alpha_c) - math.pi, beta))
+        alpha = np.where(lo | hi, alpha_c, alpha)
+    lateral = alpha if d.curved else np.tan(alpha)
+    view_pos = _angles_index(phis, beta.astype(np.float32).astype(np.float64))
+    col_pos = (lateral - u0) / T_u
+    fv, _, wv = _stencils(view_pos, na, order)
+    fc, _, wc = _stencils(col_pos, nc, order)
+    work_t = np.ascontiguousarray(work.transpose(0, 2, 1))          # (na, nc, nr)
+    out = np.zeros((n_new, nc, nr))
+    for l1 in range(6):
+        i = fv + l1
+        ok1 = (wv[..., l1] != 0.0) & (i >= 0) & (i < na)
+        if not ok1.any():
+            continue
+        for l3 in range(6):
+            k = fc + l3
+            ok = ok1 & (wc[..., l3] != 0.0) & (k >= 0) & (k < nc)
+            if not ok.any():
+                continue
+            w = np.where(ok, wv[..., l1] * wc[..., l3], 0.0)
+            out += w[..., None] * work_t[np.clip(i, 0, na - 1), np.clip(k, 0, nc - 1)]
+    out = out.transpose(0, 2, 1)
+    g[:n_new] = out.astype(np.float32)
+    if n_new < na:
+        g[n_new:] = 0.0
+        warnings.warn(f"rebin_parallel: the number of views drops from {na} to {n_new}",
+                      RuntimeWarning, stacklevel=3)
+
+    det = d.with_changes(pixel_width=T_s, curved=False)
+    new_angles = (phi0_new + T_phi * np.arange(n_new)) if n_new != na or phi0_new != phi0 \
+        else geometry.angles
+    if isinstance(geometry, FanBeam):
+        return ParallelBeam(detector=det, angles=new_angles), g
+    return ConeParallelBeam(detector=det, angles=new_angles, sod=R, sdd=sdd, tau=0.0,
+                            helical_pitch=geometry.helical_pitch,
+                            helical_mid_angle=geometry.helical_mid_angle), g
