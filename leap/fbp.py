@@ -112,9 +112,13 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
 
 
 def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, window="none",
-                       truncated_scan=False, offset_scan=False):
+                       truncated_scan=False, offset_scan=False, row_filter=None):
     """Weighted, ramp-filtered projections ready for back-projection, and the geometry
     they belong to (wider than ``geometry`` for offset scans).
+
+    ``row_filter(q, geometry)``, when given, replaces the (scaled) ramp filter: it must
+    filter the weighted projections q in place (lambda tomography, inconsistency
+    reconstruction).
 
     Returns ``(q, geometry)`` with q a new float32 array.
     """
@@ -124,7 +128,10 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
         q, geometry = offset_scan_padding(geometry, q)
     pre, H, post = _filter_steps(geometry, volume, ramp_filter, lowpass, window)
     q *= pre
-    filter_rows(q, H, extrapolate=truncated_scan)
+    if row_filter is None:
+        filter_rows(q, H, extrapolate=truncated_scan)
+    else:
+        row_filter(q, geometry)
     if post is not None:
         q *= post
     return q, geometry

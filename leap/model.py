@@ -689,6 +689,68 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     project_cpu = project
     backproject_cpu = backproject
+    # LEAP's *_gpu variants expect data already on a GPU; leap dispatches on the array
+    # kind (CuPy, torch CUDA, __cuda_array_interface__), so they are the same methods.
+    project_gpu = project
+    backproject_gpu = backproject
+
+    def allocate_projections_gpu(self, val=0.0):
+        """Projections as a float32 torch tensor on GPU ``get_gpu()`` (LEAP's
+        ``allocateProjections_gpu``); needs torch with CUDA."""
+        return self._allocate_gpu(self.get_projection_dim(), val)
+
+    def allocate_volume_gpu(self, val=0.0):
+        """A volume as a float32 torch tensor on GPU ``get_gpu()``; needs torch with CUDA."""
+        return self._allocate_gpu(self.get_volume_dim(), val)
+
+    allocateProjections_gpu = allocate_projections_gpu
+    allocateVolume_gpu = allocate_volume_gpu
+
+    def _allocate_gpu(self, shape, val):
+        try:
+            import torch
+        except ImportError as exc:
+            raise RuntimeError("GPU allocation returns torch tensors: install torch") from exc
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device is available to torch; use allocate_projections / "
+                               "allocate_volume for CPU arrays")
+        dev = max(self.get_gpu(), 0)
+        return torch.full(tuple(shape), float(val), dtype=torch.float32, device=f"cuda:{dev}")
+
+    def verify_inputs(self, g, f):
+        """Check that ``g`` (numAngles, numRows, numCols) and ``f`` (numZ, numY, numX) are
+        float32 C-contiguous arrays of one kind matching the geometry and volume; returns
+        True or raises with what was expected (LEAP prints and returns False)."""
+        from . import arrays
+        if type(g) is not type(f):
+            raise TypeError(f"g and f must be arrays of the same kind, got {type(g).__name__} "
+                            f"and {type(f).__name__}")
+        for name, x, shape in (("g", g, self.get_projection_dim()),
+                               ("f", f, self.get_volume_dim())):
+            if arrays.is_cuda_array(x):
+                arrays.check_cuda_array(name, x, tuple(shape))
+            else:
+                operators._check_array(name, x, tuple(shape))
+        return True
+
+    def get_volumeDimensionOrder(self):
+        """1: volumes are (numZ, numY, numX), LEAP's default and leap's only order."""
+        return 1
+
+    def set_volumeDimensionOrder(self, which):
+        """Only LEAP's default order, 1 (ZYX: arrays (numZ, numY, numX)), is supported."""
+        if which in (1, "ZYX", "zyx"):
+            return True
+        raise ValueError(f"leap stores volumes as (numZ, numY, numX) only (order 1, 'ZYX'); "
+                         f"got {which!r} — transpose XYZ arrays with f.transpose(2, 1, 0)")
+
+    def include_cufft(self):
+        """Whether GPU FFTs are available: leap filters on the GPU with CuPy's FFT."""
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            return False
+        return self.number_of_gpus() > 0
 
     # -------------------------------------------------------------- devices
     def number_of_gpus(self):
@@ -859,11 +921,14 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     save_parameters = save_param
 
     def load_param(self, fileName, param_type=0):
-        """Read a LEAP parameter file (geometry and, when present, volume)."""
-        from .io import read_param_file
+        """Read LEAP parameters (geometry and, when present, volume): from a parameter
+        file (``param_type`` 0; current or legacy key names) or, with ``param_type`` 1,
+        from a dict of a file's keys and values (:meth:`parse_param_dic`)."""
+        from .io import read_param_dict, read_param_file
         if param_type not in (0, 1):
-            raise ValueError(f"param_type must be 0 (parameter file) or 1 (legacy), got {param_type}")
-        d = read_param_file(fileName)
+            raise ValueError(f"param_type must be 0 (a parameter file) or 1 (a dict of its "
+                             f"keys and values), got {param_type!r}")
+        d = read_param_file(fileName) if param_type == 0 else read_param_dict(fileName)
         kind = d["geometry"]
         common = (d["numAngles"], d["numRows"], d["numCols"], d["pixelHeight"], d["pixelWidth"])
         if kind == "modular":
@@ -897,6 +962,26 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         return True
 
     load_parameters = load_param
+    load_param_legacy = load_param   # the reader takes LEAP's legacy key names too
+
+    def parse_param_dic(self, param_fn):
+        """A parameter file's ``key = value`` lines as a dict (numbers as floats, lists
+        and names as strings), LEAP's format for ``load_param(d, param_type=1)``."""
+        out = {}
+        with open(param_fn, "r", encoding="utf-8") as fh:
+            for line in fh:
+                body = line.split("#", 1)[0].strip()
+                if not body:
+                    continue
+                if "=" not in body:
+                    raise ValueError(f"{param_fn}: expected 'key = value', got {body!r}")
+                key, _, value = body.partition("=")
+                value = value.strip()
+                try:
+                    out[key.strip()] = float(value)
+                except ValueError:
+                    out[key.strip()] = value
+        return out
 
     # ------------------------------------------------------------- utilities
     def expNeg(self, x):

@@ -1,6 +1,10 @@
 """FBP methods of the LEAP facade: filter choices, field of view, FBP and its adjoint."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from . import operators
 from .geometry._checks import finite_float as _as_float
 from .geometry._checks import integer as _as_int
@@ -103,6 +107,9 @@ class FBPMixin:
     fbp = FBP
     FBP_cpu = FBP
     fbp_cpu = FBP
+    # LEAP's *_gpu variants: leap dispatches on the array kind, so they are the same.
+    FBP_gpu = FBP
+    fbp_gpu = FBP
 
     def filterProjections(self, g, g_out=None):
         """Apply FBP's weights and ramp filter to ``g`` (in place, or into ``g_out``);
@@ -119,6 +126,9 @@ class FBPMixin:
         target[...] = q
         return target
 
+    filterProjections_cpu = filterProjections
+    filterProjections_gpu = filterProjections
+
     def rampFilterProjections(self, g, scalar=1.0):
         """Ramp-filter the rows of ``g`` in place (no geometric weights), times ``scalar``."""
         from .fbp import _sample_spacing
@@ -132,6 +142,129 @@ class FBPMixin:
                           curved_pixel_angle=geo.detector.pixel_width / geo.sdd if curved else None)
         filter_rows(g, H * _as_float("scalar", scalar), extrapolate=self._truncated_scan)
         return g
+
+    def _filtered_backprojection(self, g, f, row_filter, *, inplace=False, offset_scan=None):
+        """FBP of ``g`` with ``row_filter(q, geometry)`` in place of the ramp filter (CPU,
+        NumPy); ``inplace`` leaves the filtered data in ``g`` where the shapes allow."""
+        from .fbp import _check_axial_modular, filter_projections, weighted_backproject
+        from .geometry import ModularBeam
+        geo, vol = self.core_geometry(), self.core_volume()
+        operators._check_array("g", g, geo.projection_shape)
+        if isinstance(geo, ModularBeam):
+            _check_axial_modular(geo)
+        opts = self.fbp_options()
+        offset = opts["offset_scan"] if offset_scan is None else offset_scan
+        q, fgeo = filter_projections(geo, vol, g, ramp_filter=opts["ramp_filter"],
+                                     lowpass=opts["lowpass"], window=opts["window"],
+                                     truncated_scan=opts["truncated_scan"],
+                                     offset_scan=offset, row_filter=row_filter)
+        if inplace and q.shape == g.shape:
+            g[...] = q
+        fov = opts["fov_radius"]
+        if fov is None and fgeo is not geo:
+            fov = fgeo.fov_radius()
+        if f is None:
+            f = self.allocate_volume()
+        f = weighted_backproject(fgeo, vol, q, out=f, fov_radius=fov)
+        self.apply_volume_mask(f)
+        return f
+
+    def LT(self, g, f=None, inplace=False):
+        """Lambda (local) tomography: FBP with the ramp filter replaced by minus the second
+        difference along detector columns (LEAP: ``Laplacian(g, 1)·(−1)``, no FBP scale),
+        offset-scan weighting off. It reconstructs a ramp-filtered, edge-like image and
+        works on truncated projections. Returns ``f`` (allocated when None)."""
+        from .preprocessing.core import laplacian
+
+        def minus_second_difference(q, geometry):
+            laplacian(q, 1, False, out=q)
+            q *= -1.0
+
+        return self._filtered_backprojection(g, f, minus_second_difference, inplace=inplace,
+                                             offset_scan=False)
+
+    def preRampFiltering(self, g):
+        """FBP's weights before the ramp filter (cosine, short-scan, view weights), applied
+        to ``g`` in place; with :meth:`rampFilterProjections` (``get_FBPscalar()``),
+        :meth:`postRampFiltering` and :meth:`weightedBackproject` this is :meth:`FBP`."""
+        pre, _, _ = self._fbp_steps(g)
+        g *= pre
+        return g
+
+    def postRampFiltering(self, g):
+        """FBP's weights after the ramp filter (see :meth:`preRampFiltering`), in place."""
+        _, _, post = self._fbp_steps(g)
+        if post is not None:
+            g *= post
+        return g
+
+    def _fbp_steps(self, g):
+        from .fbp import _filter_steps
+        geo = self.core_geometry()
+        operators._check_array("g", g, geo.projection_shape)
+        opts = self.fbp_options()
+        return _filter_steps(geo, self.core_volume(), opts["ramp_filter"], opts["lowpass"],
+                             opts["window"])
+
+    def HilbertFilterProjections(self, g):
+        """LEAP's Hilbert filter along detector rows, in place: convolution with
+        h[n] = 2/(πn) for odd n, 0 for even n (curved cone detectors: times s/sin(s),
+        s = n·pixelWidth·sod/sdd / sod), zero-padded to a power of two ≥ 2·numCols (edge
+        values extended for truncated scans). Returns ``g``."""
+        from .geometry import ConeBeam
+        geo = self.core_geometry()
+        operators._check_array("g", g, geo.projection_shape)
+        nc = geo.detector.num_cols
+        n = 1 << int(math.ceil(math.log2(2 * nc)))
+        m = np.fft.fftfreq(n, 1.0 / n)              # 0, 1, …, −1: the sample offsets
+        h = np.where(m % 2 == 1, 2.0 / (math.pi * np.where(m == 0, 1, m)), 0.0)
+        if isinstance(geo, ConeBeam) and geo.detector.curved:
+            s = m * geo.detector.pixel_width / geo.sdd
+            h = np.where(m != 0, h * s / np.where(m == 0, 1.0, np.sin(s)), h)
+        H = np.fft.fft(h)
+        x = np.zeros(g.shape[:-1] + (n,), dtype=np.float64)
+        x[..., :nc] = g
+        if self._truncated_scan:
+            k = min(n - nc - 1, 100)
+            x[..., nc:nc + k] = x[..., nc - 1:nc]
+            x[..., n - k:] = x[..., :1]
+        g[...] = np.fft.ifft(np.fft.fft(x, axis=-1) * H, axis=-1).real[..., :nc]
+        return g
+
+    def rampFilterVolume(self, f):
+        """LEAP's 2-D ramp filter of every z-slice of ``f``, in place: response
+        √(X² + Y² − (XY/2)²)/voxelWidth with X = 2|sin(ω_x/2)| (likewise Y), zero-padded
+        to ``optimalFFTsize(2·max(numY, numX))``. Returns ``f``."""
+        from .algorithms.least_squares import ramp_filter_slices
+        operators._check_array("f", f, self.core_volume().shape)
+        n = self.optimalFFTsize(2 * max(f.shape[1], f.shape[2]))
+        ramp_filter_slices(f, out=f, n=n)
+        f *= np.float32(1.0 / self.get_voxelWidth())
+        return f
+
+    def FBP_slice(self, g, islice=None, coord="z"):
+        """FBP of one slice of the volume: index ``islice`` (default the middle) along
+        ``coord`` ('x', 'y' or 'z'). Returns, as LEAP, a (z, y, x) volume one voxel thick
+        along ``coord``; the volume specification is unchanged."""
+        if coord not in ("x", "y", "z"):
+            raise ValueError(f"coord must be 'x', 'y' or 'z', got {coord!r}")
+        axis = "zyx".index(coord)
+        n = self.get_volume_dim()[axis]
+        i = n // 2 if islice is None or not 0 <= islice < n else int(islice)
+        samples = {"x": self.x_samples, "y": self.y_samples, "z": self.z_samples}[coord]()
+        name = coord.upper()
+        offset = float(samples[i])
+        g_kind = self._need_geometry()
+        if coord == "z" and g_kind["geometry"] in ("parallel", "fan"):
+            # LEAP ties parallel/fan slices to detector rows: z = offsetZ + (k − centerRow)·ph.
+            offset += g_kind["centerRow"] * g_kind["pixelHeight"]
+        saved = dict(self._need_volume())
+        try:
+            self.set_volume(**dict(saved, **{f"num{name}": 1, f"offset{name}": offset}))
+            f = self.FBP(g)
+        finally:
+            self._vol = saved
+        return f
 
     def weightedBackproject(self, g, f):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""
@@ -150,3 +283,5 @@ class FBPMixin:
                            **self.fbp_options(), **self._device_options())
 
     fbp_adjoint = FBP_adjoint
+    fbp_adjoint_cpu = FBP_adjoint
+    fbp_adjoint_gpu = FBP_adjoint

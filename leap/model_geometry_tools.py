@@ -579,35 +579,17 @@ class GeometryToolsMixin:
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
         from .geometric_calibration import ray_derivative
-        from .fbp import _check_axial_modular, _filter_steps, weighted_backproject
         from .geometry import ModularBeam
-        from .weights import angular_range_degrees, angular_step, modular_angles, offset_scan_padding
-        geo, vol = self.core_geometry(), self.core_volume()
+        from .weights import angular_range_degrees, angular_step, modular_angles
+        geo = self.core_geometry()
         operators._check_array("g", g, geo.projection_shape)
-        if f is None:
-            f = self.allocate_volume()
         angles = modular_angles(geo) if isinstance(geo, ModularBeam) else geo.angles
         full = angles.size > 1 and angular_range_degrees(angles) >= min(
             359.0, 360.0 - math.degrees(abs(angular_step(geo))))
         if not full:
             return self.FBP(g, f)
-        if isinstance(geo, ModularBeam):
-            _check_axial_modular(geo)
-        q, fgeo = np.array(g, dtype=np.float32), geo
-        if self._offset_scan:
-            q, fgeo = offset_scan_padding(geo, q)
-        opts = self.fbp_options()
-        pre, _, post = _filter_steps(fgeo, vol, opts["ramp_filter"], opts["lowpass"], opts["window"])
-        q *= pre
-        ray_derivative(q, fgeo.detector.pixel_width)
-        if post is not None:
-            q *= post
-        if inplace and q.shape == g.shape:
-            g[...] = q
-        fov = opts["fov_radius"]
-        if fov is None and fgeo is not geo:
-            fov = fgeo.fov_radius()
-        return weighted_backproject(fgeo, vol, q, out=f, fov_radius=fov)
+        return self._filtered_backprojection(
+            g, f, lambda q, fgeo: ray_derivative(q, fgeo.detector.pixel_width), inplace=inplace)
 
     # ============================================================ masks
     def set_volume_mask(self, vol_mask):

@@ -1,5 +1,7 @@
 """The LEAP facade: state, conventions and helpers."""
 import math
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -255,3 +257,62 @@ def test_optimal_fft_size_is_leaps_2a3b():
     assert got == [2, 2, 4, 6, 8, 108, 216, 576, 1024, 1152]
     with pytest.raises((TypeError, ValueError)):
         ct.optimalFFTsize(2.5)
+
+
+def test_fbp_pieces_compose_to_fbp_and_slices():
+    """LEAP's recipe: preRampFiltering → rampFilterProjections(get_FBPscalar()) →
+    postRampFiltering → weightedBackproject equals FBP; FBP_slice is one slice of FBP
+    (fan: slices tied to rows; cone; and along x) and leaves the volume unchanged."""
+    for kind in ("fan", "cone"):
+        ct = tomographicModels()
+        args = (24, 6, 32, 2.0, 2.0, 2.5, 15.8, ct.setAngleArray(24, 360.0), 500.0, 800.0)
+        (ct.set_fanbeam if kind == "fan" else ct.set_conebeam)(*args)
+        ct.set_default_volume()
+        f = ct.allocate_volume()
+        ct.addObject(f, 0, np.array([3.0, -2.0, 1.0]), np.array([12.0, 9.0, 4.0]), 0.02)
+        g = ct.project(ct.allocate_projections(), f)
+        full = ct.FBP(g.copy())
+        q = ct.postRampFiltering(ct.rampFilterProjections(ct.preRampFiltering(g.copy()),
+                                                          ct.get_FBPscalar()))
+        np.testing.assert_allclose(ct.weightedBackproject(q, ct.allocate_volume()), full,
+                                   rtol=1e-5, atol=1e-6 * np.abs(full).max())
+        vol = dict(ct._vol)
+        for coord, axis in (("z", 0), ("x", 2)):
+            s = ct.FBP_slice(g.copy(), 2, coord)
+            assert s.shape[axis] == 1
+            np.testing.assert_allclose(np.take(s, 0, axis), np.take(full, 2, axis),
+                                       rtol=1e-4, atol=1e-5 * np.abs(full).max())
+        assert ct._vol == vol
+    with pytest.raises(ValueError, match="coord"):
+        ct.FBP_slice(g, 0, "w")
+
+
+def test_compat_helpers():
+    """verify_inputs, volume order, parameter dicts, GPU variants and allocation."""
+    ct = tomographicModels()
+    ct.set_conebeam(10, 8, 12, 1.0, 1.0, 3.5, 5.5, ct.setAngleArray(10, 200.0), 500.0, 900.0, 2.0)
+    ct.set_default_volume()
+    g, f = ct.allocate_projections(), ct.allocate_volume()
+    assert ct.verify_inputs(g, f)
+    with pytest.raises(ValueError):
+        ct.verify_inputs(g[:, :4], f)
+    with pytest.raises(TypeError):
+        ct.verify_inputs(g, list(f))
+    assert ct.get_volumeDimensionOrder() == 1 and ct.set_volumeDimensionOrder(1)
+    with pytest.raises(ValueError, match="numZ, numY, numX"):
+        ct.set_volumeDimensionOrder(0)
+    assert ct.project_gpu == ct.project and ct.FBP_gpu == ct.FBP
+    if ct.number_of_gpus() == 0:
+        with pytest.raises(RuntimeError):
+            ct.allocateVolume_gpu()
+        assert not ct.include_cufft()
+    path = os.path.join(tempfile.mkdtemp(), "p.txt")
+    ct.save_param(path)
+    d = ct.parse_param_dic(path)
+    assert d["numAngles"] == 10.0 and d["geometry"] == "cone"
+    other = tomographicModels()
+    other.load_param(d, 1)
+    assert other.get_tau() == 2.0 and other.get_volume_dim() == ct.get_volume_dim()
+    np.testing.assert_allclose(other.get_angles(), ct.get_angles(), atol=1e-5)
+    with pytest.raises(ValueError, match="param_type"):
+        other.load_param(path, 2)

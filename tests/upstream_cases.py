@@ -254,8 +254,36 @@ def cone_parallel_ray_trace(new):
     return out
 
 
+def fbp_building_blocks(new):
+    """FBP's pieces and FBP variants: pre/post weights, Hilbert filter, lambda
+    tomography, inconsistency reconstruction, slice FBP and the volume ramp filter."""
+    out = {}
+    for kind in ("fan", "cone_curved"):
+        m = new()
+        if kind == "fan":
+            m.set_fanbeam(NA, 4, N, PS, PS, 1.5, CENTER + 1.3, m.setAngleArray(NA, 360.0),
+                          SOD, SDD, 3.0)
+        else:
+            m.set_conebeam(NA, N, N, PS, PS, CENTER, CENTER - 0.7, m.setAngleArray(NA, 360.0),
+                           SOD, SDD)
+            m.set_curvedDetector()
+        m.set_default_volume()
+        f = m.allocate_volume()
+        m.set_FORBILD(f, True)
+        g = m.allocate_projections()
+        m.project(g, f)
+        out[f"{kind}_pre"] = m.preRampFiltering(g.copy())
+        out[f"{kind}_post"] = m.postRampFiltering(g.copy())
+        out[f"{kind}_hilbert"] = m.HilbertFilterProjections(g.copy())
+        out[f"{kind}_LT"] = m.LT(g.copy())
+        out[f"{kind}_inconsistency"] = m.inconsistencyReconstruction(g.copy())
+        out[f"{kind}_slice"] = np.asarray(m.FBP_slice(g.copy(), 1, "z"))
+        out[f"{kind}_rampvol"] = m.rampFilterVolume(f.copy())
+    return out
+
+
 CASES = {fn.__name__: fn for fn in (
     parallel_offsets, parallel_nonuniform_angles, fan_tau_short_scan, cone_offsets,
     cone_short_scan_tau, cone_curved_short_scan, cone_truncated, cone_ramp_filters,
     cone_helical, symmetric_objects, attenuated_cylinder, iterative, center_column,
-    rebinning, cone_parallel_ray_trace)}
+    fbp_building_blocks, rebinning, cone_parallel_ray_trace)}

@@ -14,9 +14,10 @@ PRECONDITIONERS = (None, "SQS", "RAMP", "SARR")
 CG_RESTART = 50
 
 
-def ramp_filter_slices(u, out=None):
-    """A 2-D ramp filter |ω| applied to every slice u[k] (zero-padded FFT): an
-    approximation of (PᵀP)⁻¹ up to scale, used as RWLS's 'RAMP' preconditioner.
+def ramp_filter_slices(u, out=None, n=None):
+    """A 2-D ramp filter |ω| applied to every slice u[k] (zero-padded FFT of size ``n``,
+    default twice the larger side): an approximation of (PᵀP)⁻¹ up to scale, used as
+    RWLS's 'RAMP' preconditioner and by ``rampFilterVolume``.
 
     With twice-size zero padding the filter is symmetric positive definite on the
     volume (a padded image with a zero border cannot be constant), though weak on the
@@ -24,7 +25,7 @@ def ramp_filter_slices(u, out=None):
     """
     xp = array_namespace(u, out)
     nz, ny, nx = u.shape
-    n = 2 * max(ny, nx)
+    n = 2 * max(ny, nx) if n is None else int(n)
     wy = 2.0 * math.pi * xp.fft.fftfreq(n)[:, None]
     wx = 2.0 * math.pi * xp.fft.fftfreq(n)[None, :]
     hy, hx = 2.0 * xp.abs(xp.sin(0.5 * wy)), 2.0 * xp.abs(xp.sin(0.5 * wx))

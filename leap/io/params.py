@@ -191,7 +191,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["read_param_file", "write_param_file", "format_params", "LeapParamWarning", "GEOMETRIES"]
+__all__ = ["read_param_file", "read_param_dict", "write_param_file", "format_params",
+           "LeapParamWarning", "GEOMETRIES"]
 
 
 class LeapParamWarning(UserWarning):
@@ -564,6 +565,21 @@ def read_param_file(path: str | os.PathLike) -> dict:
         except UnicodeDecodeError as exc:
             raise ValueError(f"{source}: not a UTF-8 text file ({exc})") from None
     return _parse_text(text, source)
+
+
+def read_param_dict(params: Mapping, source: str = "<dict>") -> dict:
+    """The :func:`read_param_file` result for a mapping of a parameter file's keys
+    (current or legacy names) to their values as written in the file — numbers, or
+    strings for lists and names (LEAP's ``parse_param_dic`` output)."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a mapping of parameter names to values, got "
+                        f"{type(params).__name__}")
+    lines = []
+    for key, value in params.items():
+        if isinstance(value, (list, tuple, np.ndarray)):
+            value = ", ".join(str(float(v)) for v in np.ravel(value))
+        lines.append(f"{key} = {value}")
+    return _parse_text("\n".join(lines), source)
 
 
 # ---------------------------------------------------------------------------
