@@ -328,3 +328,33 @@ def make_modular_kernels(jit, overlap, column_range):
         return s
 
     return modular_box, modular_gather
+
+
+def make_axial_footprint(jit, parallel_column_footprint, cone_parallel_distance,
+                         axial_column_footprint):
+    """Build, with one target's ``jit`` decorator, the axial family's footprint
+    dispatch on top of that target's compiled column footprints (see
+    :func:`make_modular_kernels` for why composites are built per target).
+
+    Returns ``axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+    sdd, sod, pitch, voxel_width, pixel_width, center_col)`` → ``(c_lo, c_hi, weight,
+    dist, dz)`` for the voxel column at (x, y): parallel and cone-parallel beams use the
+    per-view constants (cxp, cyp, half_p, par_weight from
+    :func:`parallel_view_constants`) and cone-parallel adds its row distance and helical
+    source offset dz (:func:`cone_parallel_distance`); divergent beams use
+    :func:`axial_column_footprint` (dz = 0).
+    """
+    @jit
+    def axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
+                        pitch, voxel_width, pixel_width, center_col):
+        if model == PARALLEL or model == CONE_PARALLEL:
+            c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
+            if model == PARALLEL:
+                return c_lo, c_hi, par_weight, 1.0, 0.0
+            dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
+            return c_lo, c_hi, par_weight, dist, dz
+        c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
+                                                          voxel_width, pixel_width, center_col)
+        return c_lo, c_hi, weight, dist, 0.0
+
+    return axial_footprint

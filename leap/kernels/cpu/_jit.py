@@ -34,3 +34,8 @@ direct_shift = inline(_fp.direct_shift)
 column_range = inline(_fp.column_range)
 modular_view_frame = inline(_fp.modular_view_frame)
 modular_box, modular_gather = _fp.make_modular_kernels(inline, overlap, column_range)
+#: The axial kernels divide without zero tests (``FAST_JIT``); their footprint dispatch
+#: is compiled the same way.
+axial_footprint = _fp.make_axial_footprint(
+    numba.njit(inline="always", **FAST_JIT), parallel_column_footprint,
+    cone_parallel_distance, axial_column_footprint)

@@ -53,10 +53,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..footprints import CONE_PARALLEL, PARALLEL
-from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_column_footprint, column_range,
-                   cone_parallel_distance, direct_shift, fbp_distance_weight, overlap,
-                   parallel_column_footprint, parallel_view_constants, row_mapping)
+from ..footprints import PARALLEL
+from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
+                   fbp_distance_weight, overlap, parallel_column_footprint,
+                   parallel_view_constants, row_mapping)
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap_columns: i0 ∈ [-1, ncols], i0 + 1).
@@ -205,27 +205,6 @@ def _fov_ix_range(y, x0, voxel_width, nx, fov_r2):
             break
         hi += 1
     return lo, hi
-
-
-@numba.njit(**_inline)
-def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-               voxel_width, pixel_width, center_col):
-    """Column footprint of voxel column (x, y): (c_lo, c_hi, weight, dist, dz); see
-    footprints (dz: the column's helical source-height offset, cone-parallel only).
-
-    Parallel and cone-parallel beams use the precomputed view constants (cxp, cyp,
-    half_p, par_weight from ``parallel_view_constants``), cone-parallel adds its row
-    distance (``cone_parallel_distance``); divergent beams ``axial_column_footprint``.
-    """
-    if model == PARALLEL or model == CONE_PARALLEL:
-        c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
-        if model == PARALLEL:
-            return c_lo, c_hi, par_weight, 1.0, 0.0
-        dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
-        return c_lo, c_hi, par_weight, dist, dz
-    c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
-                                                      voxel_width, pixel_width, center_col)
-    return c_lo, c_hi, weight, dist, 0.0
 
 
 @numba.njit(**_inline)
@@ -426,7 +405,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
         lo, hi = _fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         for ix in range(lo, hi):
             x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist, dz = _footprint(
+            c_lo, c_hi, weight, dist, dz = axial_footprint(
                 model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                 voxel_width, pixel_width, center_col)
             if dist <= 0.0:
@@ -576,7 +555,7 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
         Ga = G[a]
         for ix in range(lo, hi):
             x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist, dz = _footprint(
+            c_lo, c_hi, weight, dist, dz = axial_footprint(
                 model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
                 voxel_width, pixel_width, center_col)
             if dist <= 0.0:

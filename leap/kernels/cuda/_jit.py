@@ -27,6 +27,8 @@ direct_shift = device(_fp.direct_shift)
 column_range = device(_fp.column_range)
 modular_view_frame = device(_fp.modular_view_frame)
 modular_box, modular_gather = _fp.make_modular_kernels(device, overlap, column_range)
+axial_footprint = _fp.make_axial_footprint(device, parallel_column_footprint,
+                                           cone_parallel_distance, axial_column_footprint)
 
 #: Threads per block for 1-D launches and the 2-D/3-D block shape (x fastest: voxel or
 #: detector column index, so neighbouring threads touch neighbouring addresses).

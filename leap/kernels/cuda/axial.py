@@ -34,10 +34,9 @@ import numpy as np
 from numba import cuda, float64
 
 from ..footprints import CONE_PARALLEL, CURVED, PARALLEL
-from ._jit import (BLOCK_2D, BLOCK_3D, KERNEL, THREADS_1D, axial_column_footprint, blocks,
-                   column_range, cone_parallel_distance, device, direct_shift,
-                   fbp_distance_weight, interp_cumulative, overlap, parallel_column_footprint,
-                   parallel_view_constants, row_mapping)
+from ._jit import (BLOCK_2D, BLOCK_3D, KERNEL, THREADS_1D, axial_footprint, blocks,
+                   column_range, device, direct_shift, fbp_distance_weight, interp_cumulative,
+                   overlap, parallel_view_constants, row_mapping)
 
 #: Slices per back-projector thread (boundary values shared between neighbours).
 KBLOCK = 8
@@ -52,21 +51,6 @@ RBLOCK = 16
 
 
 
-
-
-@device
-def _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-               voxel_width, pixel_width, center_col):
-    """(c_lo, c_hi, weight, dist, dz): as ``leap.kernels.cpu.axial._footprint``."""
-    if model == PARALLEL or model == CONE_PARALLEL:
-        c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
-        if model == PARALLEL:
-            return c_lo, c_hi, par_weight, 1.0, 0.0
-        dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
-        return c_lo, c_hi, par_weight, dist, dz
-    c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
-                                                      voxel_width, pixel_width, center_col)
-    return c_lo, c_hi, weight, dist, 0.0
 
 
 # ------------------------------------------------------------------ cumulative sums
@@ -227,7 +211,7 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
             y = y0 + iy * voxel_width
             if not x * x + y * y <= fov_r2:
                 continue
-            c_lo, c_hi, weight, dist, dz = _footprint(model, x, y, cx, cy, sx, sy, cxp, cyp,
+            c_lo, c_hi, weight, dist, dz = axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp,
                                                       half_p, par_weight, sdd, sod, pitch,
                                                       voxel_width, pixel_width, center_col)
             if dist <= 0.0:
@@ -298,7 +282,7 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
         zs = source_z[a]
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        c_lo, c_hi, weight, dist, dz = _footprint(model, x, y, cx, cy, source_xy[a, 0],
+        c_lo, c_hi, weight, dist, dz = axial_footprint(model, x, y, cx, cy, source_xy[a, 0],
                                                   source_xy[a, 1], cxp, cyp, half_p,
                                                   par_weight, sdd, sod, pitch, voxel_width,
                                                   pixel_width, center_col)
