@@ -5,7 +5,7 @@ Runs, and prints a PASS/FAIL line per check plus a JSON summary (also written to
 
 1. CPU-vs-GPU parity (relative L2 ≤ 1e-5) of project, back-project and FBP for every
    geometry (parallel, parallel 2-D, fan flat/curved, cone flat/curved/helical/tilted,
-   modular) on 48³-ish problems;
+   modular, cone-parallel) on 48³-ish problems;
 2. dot-product adjoint tests on the GPU alone;
 3. zero-copy: CuPy in → CuPy out and torch CUDA in → torch CUDA out, with pointer
    checks (``out`` written in place) and float64 / mixed-kind inputs refused;
@@ -78,6 +78,7 @@ def geometries(n=48, na=60, full=True):
                                       helical_pitch=0.5),
         "cone_tilted": leap.ConeBeam(detector=det, angles=ang, sod=sod, sdd=sdd, tilt=0.05),
         "modular": cone.to_modular(),
+        "cone_parallel": leap.ConeParallelBeam(detector=det, angles=ang, sod=sod, sdd=sdd),
     }
 
 
