@@ -33,7 +33,7 @@ from leap.torch import (FBP, BackProjectorFunctionCPU, BackProjectorFunctionGPU,
                         ProjectorFunctionGPU)
 
 REPO = Path(__file__).resolve().parent.parent
-GEOMETRIES = ("parallel", "fan", "cone", "modular")
+GEOMETRIES = ("parallel", "fan", "cone", "modular", "cone_parallel")
 # (module class, constructor flag, does the map take a volume?)
 MAPS = {
     "project": (Projector, dict(forward_project=True), True),
@@ -70,6 +70,9 @@ def make(kind, cls=Projector, nangles=4, nrows=2, ncols=5, **flags):
                        0.5 * (ncols - 1) + 0.2, ct.setAngleArray(nangles, 360.0), 20.0, 40.0)
         if kind == "modular":
             ct.convert_to_modularbeam()
+    elif kind == "cone_parallel":
+        m.set_coneparallel(nangles, nrows, ncols, 1.0, 0.5, 0.5 * (nrows - 1) - 0.3,
+                           0.5 * (ncols - 1) + 0.2, ct.setAngleArray(nangles, 360.0), 20.0, 40.0)
     else:
         raise ValueError(kind)
     m.set_default_volume()

@@ -161,6 +161,14 @@ class BaseProjector(torch.nn.Module):
                                         centerRow, centerCol, _host(phis), sod, sdd, tau,
                                         helicalPitch)
 
+    def set_coneparallel(self, numAngles, numRows, numCols, pixelHeight, pixelWidth, centerRow,
+                         centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0):
+        """Cone-parallel geometry (e.g. rebinned cone-beam data); see
+        ``tomographicModels.set_coneparallel`` (pixelWidth at the rotation axis, mm)."""
+        return self.leapct.set_coneparallel(numAngles, numRows, numCols, pixelHeight,
+                                            pixelWidth, centerRow, centerCol, _host(phis), sod,
+                                            sdd, tau, helicalPitch)
+
     def set_modularbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
                         sourcePositions, detectorCenters, rowVec, colVec):
         """Modular-beam geometry; the four arrays are (numAngles, 3), mm (NumPy or tensors).
