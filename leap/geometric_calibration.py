@@ -253,7 +253,8 @@ def rebin_parallel_projection(g: np.ndarray, p: SimpleNamespace, angle: float) -
     Column k is the parallel ray at lateral distance s_k = (k − centerCol)·T_s,
     T_s = pixelWidth·√(sod²+τ²)/sdd, taken from the view β = φ + α at fan angle
     α = asin(s/√(sod²+τ²)) + asin(τ/√(sod²+τ²)); full scans wrap β by 2π, shorter ones
-    use the conjugate ray. Interpolation is bilinear in (view, column).
+    use the conjugate ray. Interpolation: LEAP's order-6 Lagrange stencils in view and
+    column.
     """
     phis, nc = p.phis, p.numCols
     R, tau, sdd = p.sod, p.tau, p.sdd
@@ -279,16 +280,25 @@ def rebin_parallel_projection(g: np.ndarray, p: SimpleNamespace, angle: float) -
     else:
         T_u, lateral = p.pixelWidth / sdd, np.tan(alpha)
     ci = lateral / T_u + p.centerCol
-    vi = phi_index(phis, beta)
-    v0 = np.minimum(np.floor(vi).astype(np.intp), max(p.numAngles - 2, 0))
-    dv = vi - v0
-    v1 = np.minimum(v0 + 1, p.numAngles - 1)
-    out = np.empty((p.numRows, nc))
-    cols = np.arange(nc)
-    for r in range(p.numRows):
-        lo = interp2_clamped(np.asarray(g[:, r, :], dtype=np.float64), v0, ci)
-        hi = interp2_clamped(np.asarray(g[:, r, :], dtype=np.float64), v1, ci)
-        out[r, cols] = (1 - dv) * lo + dv * hi
+    # LEAP interpolates with order-6 Lagrange stencils in both view and column (as its
+    # rebin_parallel); the view index is a float32 in LEAP.
+    from .rebin import _stencils
+    vi = phi_index(phis, beta).astype(np.float32).astype(np.float64)
+    fv, _, wv = _stencils(vi, p.numAngles, 6)
+    fc, _, wc = _stencils(ci, nc, 6)
+    data = np.asarray(g, dtype=np.float64)
+    out = np.zeros((p.numRows, nc))
+    for l1 in range(6):
+        i = fv + l1
+        ok1 = (wv[:, l1] != 0.0) & (i >= 0) & (i < p.numAngles)
+        for l3 in range(6):
+            k = fc + l3
+            ok = ok1 & (wc[:, l3] != 0.0) & (k >= 0) & (k < nc)
+            if not ok.any():
+                continue
+            w = np.where(ok, wv[:, l1] * wc[:, l3], 0.0)
+            out += w[None, :] * data[np.clip(i, 0, p.numAngles - 1), :,
+                                     np.clip(k, 0, nc - 1)].T
     return out
 
 

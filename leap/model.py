@@ -1059,8 +1059,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # ------------------------------------------------------------- cropping
     def crop_projections(self, rowRange, colRange=None, g=None):
         """Keep detector rows ``rowRange = [first, last]`` and columns ``colRange`` (inclusive;
-        None keeps all) and update the geometry to match. Returns the cropped copy of ``g``
-        when given, else None."""
+        None keeps all) and update the geometry to match (parallel and fan beams: also the
+        volume, one slice per kept row, as LEAP). Returns the cropped copy of ``g`` when
+        given, else None."""
         geo = self._need_geometry()
         rows = self._index_range("rowRange", rowRange, geo["numRows"])
         cols = self._index_range("colRange", colRange, geo["numCols"])
@@ -1080,6 +1081,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             changes["centerRow"] = geo["centerRow"] - rows[0]
             changes["centerCol"] = geo["centerCol"] - cols[0]
         self._update(**changes)
+        if rowRange is not None and geo["geometry"] in ("parallel", "fan") and self._vol:
+            # As LEAP: parallel/fan slices follow the rows, one slice per kept row.
+            self.set_volume(**dict(self._vol, numZ=changes["numRows"], offsetZ=0.0))
         if g is None:
             return None
         return np.ascontiguousarray(g[:, rows[0]:rows[1] + 1, cols[0]:cols[1] + 1], dtype=np.float32)
@@ -1115,29 +1119,15 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 setattr(self, key, copy.deepcopy(value))
         return True
 
-    def rowRangeNeededForBackprojection(self):
-        """``[first, last]`` detector rows that the current volume's voxels project onto
-        (what a slab of the volume needs from the projections)."""
-        geo, vol = self.core_geometry(), self.core_volume()
-        d = geo.detector
-        z = vol.z_samples()
-        zlo, zhi = z[0] - 0.5 * vol.voxel_height, z[-1] + 0.5 * vol.voxel_height
-        if isinstance(geo, ConeBeam) and geo.tilt == 0.0:
-            r = min(vol.max_radius(), geo.fov_radius())
-            zs = geo.source_z()
-            ts = []
-            for dist in (geo.sod - r, geo.sod + r):
-                mag = geo.sdd / dist
-                ts += [(zlo - zs.max()) * mag, (zlo - zs.min()) * mag,
-                       (zhi - zs.max()) * mag, (zhi - zs.min()) * mag]
-            tlo, thi = min(ts), max(ts)
-        elif isinstance(geo, (ParallelBeam, FanBeam)):
-            tlo, thi = zlo, zhi
-        else:
-            return [0, d.num_rows - 1]
-        first = int(math.floor(tlo / d.pixel_height + d.center_row + 0.5))
-        last = int(math.floor(thi / d.pixel_height + d.center_row + 0.5))
-        first, last = max(first, 0), min(last, d.num_rows - 1)
-        if first > last:
-            raise ValueError("the volume projects onto no detector row")
-        return [first, last]
+    def rowRangeNeededForBackprojection(self, iz=None):
+        """``[first, last]`` detector rows that back-projecting into the current volume
+        (or, with ``iz``, into its slice ``iz``; out of range: the middle slice) needs —
+        LEAP's bounds, a (2,) int32 array. Parallel and fan beams: all rows, or row
+        ``iz``; geometries with no simple bound: all rows."""
+        nz = self._need_volume()["numZ"]
+        if iz is not None:
+            iz = int(iz) if 0 <= int(iz) < nz else nz // 2
+        first, last = (0, nz - 1) if iz is None else (iz, iz)
+        if iz is None and self._need_geometry()["geometry"] in ("parallel", "fan"):
+            return np.array([0, self.get_numRows() - 1], dtype=np.int32)
+        return np.array(self._row_range_for_slices(first, last), dtype=np.int32)

@@ -18,7 +18,12 @@ class PhantomMixin:
         return self._phantom
 
     def _voxelize(self, phantom, f, oversampling):
+        n = _as_int("oversampling", oversampling)
+        if n < 1:
+            raise ValueError(f"oversampling must be >= 1, got {n}")
         v = self.core_volume()
+        # LEAP voxelises with at most 5 sub-samples per axis (larger values act as 5).
+        oversampling = min(n, 5)
         return phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
                                 v.voxel_height, oversampling=oversampling, out=f)
 
@@ -100,9 +105,11 @@ class PhantomMixin:
     def rayTrace(self, g=None, oversampling=1):
         """Analytic simulation of the phantom built with addObject(None, ...).
 
-        As LEAP: each pixel is sampled by ``n²`` rays through equal sub-pixels (``n`` the
-        oversampling made odd, at most 11) and the value is ``−log(mean(exp(−L)))`` of
-        their line integrals L (the transmission is averaged, as a detector would).
+        As LEAP: each pixel is sampled by ``n²`` rays (``n`` the oversampling made odd,
+        at most 11) on a grid of spacing ``1/(n+1)`` pixel about the pixel centre (LEAP's
+        spacing, not the sub-pixel centres' ``1/n``), and the value is
+        ``−log(mean(exp(−L)))`` of their line integrals L (the transmission is averaged,
+        as a detector would).
         Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
         """
         from .geometry.rays import pixel_rays
@@ -119,7 +126,7 @@ class PhantomMixin:
         operators._check_array("g", g, shape)
         geo = self.core_geometry()
         for a in range(geo.num_angles):   # one view at a time keeps memory small
-            org, dirs = pixel_rays(geo[a], n)
+            org, dirs = pixel_rays(geo[a], n, spacing=1.0 / (n + 1))
             L = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
             L = L.reshape(org.shape[1:4])
             if n == 1:

@@ -6,7 +6,10 @@ build of LLNL/LEAP at commit 0c8846f, December 2024) with
 do not: detector and volume offsets, tau, short scans, non-uniform angles, truncation,
 other ramp filters, helical projection, symmetric objects, the attenuated Radon
 transform, iterative methods, the centre-column search, rebinning (rebin_parallel,
-rebin_curved) and cone-parallel ray tracing.
+rebin_curved), cone-parallel ray tracing, and the facade's utilities: rayTrace and
+addObject of every object type (rotations, clipping, oversampling), windowFOV,
+sensitivity, slice/view ranges, crop_projections, down/up-sampling,
+sinogram_replacement, space_carving, conjugate_difference and find_centerCol.
 """
 from pathlib import Path
 

@@ -287,3 +287,242 @@ CASES = {fn.__name__: fn for fn in (
     cone_short_scan_tau, cone_curved_short_scan, cone_truncated, cone_ramp_filters,
     cone_helical, symmetric_objects, attenuated_cylinder, iterative, center_column,
     fbp_building_blocks, rebinning, cone_parallel_ray_trace)}
+
+
+# --------------------------------------------------------------------------- utilities
+def _objects(m, f=None, oversampling=1, clip=True):
+    """One object of every type (0 … 7), rotated where upstream rotates about the centre
+    (not cones: upstream turns those about their apex), one clipped by a plane (ray
+    tracing only: upstream's voxelisers clip differently, see leap.phantoms)."""
+    from scipy.spatial.transform import Rotation
+    A = Rotation.from_euler("xyz", [20, -30, 50], degrees=True).as_matrix()
+    m.addObject(f, 0, [0, 0, 0], [50, 40, 30], 0.02, None, None, oversampling)
+    m.addObject(f, 1, [10, -5, 3], [20, 10, 15], 0.03, A, None, oversampling)
+    m.addObject(f, 2, [-20, 10, -4], [20, 8, 12], 0.04, A, None, oversampling)
+    m.addObject(f, 3, [15, 15, 5], [6, 14, 9], 0.05, A, None, oversampling)
+    m.addObject(f, 4, [-10, -20, 0], [9, 7, 20], 0.01, None if clip else A,
+                [0, 0, 1.0] if clip else None, oversampling)
+    m.addObject(f, 5, [0, 25, 0], [10, 6, 7], 0.06, None, None, oversampling)
+    m.addObject(f, 6, [25, -10, -6], [5, 12, 7], 0.07, None, None, oversampling)
+    m.addObject(f, 7, [-25, -5, 8], [7, 9, 14], 0.08, None, None, oversampling)
+    m.addObject(f, 0, [5, 5, -10], [15, 12, 10], 0.09, A, [1.0, -1.0, 0] if clip else None,
+                oversampling)
+
+
+def _modular_circle(m, na, nr, nc, z_det=0.0, first=0.0, last=345.0):
+    phis = np.radians(np.linspace(first, last, na))
+    zero = 0.0 * phis
+    src = np.stack([SOD * np.cos(phis), SOD * np.sin(phis), zero], 1)
+    det = np.stack([-(SDD - SOD) * np.cos(phis), -(SDD - SOD) * np.sin(phis), zero + z_det], 1)
+    cols = np.stack([-np.sin(phis), np.cos(phis), zero], 1)
+    rows = np.stack([zero, zero, zero + 1.0], 1)
+    m.set_modularbeam(na, nr, nc, PS, PS, *(a.astype(np.float32) for a in (src, det, rows, cols)))
+
+
+def ray_trace_objects(new):
+    """rayTrace of every object type (rotations, clipping planes) for parallel, cone (τ),
+    curved, helical and modular scans, with oversampling 1 and 3. Views start at 7° so
+    no ray runs exactly along an object axis (upstream's CONE_X chord is wrong there)."""
+    na = 8
+    setups = {
+        "parallel": lambda m: m.set_parallelbeam(na, N, N, PS / 2, PS / 2, CENTER + 1.3,
+                                                 CENTER - 2.1, m.setAngleArray(na, 180.0) + 7.0),
+        "cone": lambda m: m.set_conebeam(na, N, N, PS, PS, CENTER - 1.1, CENTER + 2.3,
+                                         m.setAngleArray(na, 360.0) + 7.0, SOD, SDD, 3.0),
+        "curved": lambda m: (m.set_conebeam(na, N, N, PS, PS, CENTER + 0.7, CENTER - 1.4,
+                                            m.setAngleArray(na, 360.0) + 7.0, SOD, SDD),
+                             m.set_curvedDetector()),
+        "helical": lambda m: (m.set_conebeam(na, N // 2, N, PS, PS, 0.5 * (N // 2 - 1), CENTER,
+                                             m.setAngleArray(na, 720.0) + 7.0, SOD, SDD),
+                              m.set_helicalPitch(30.0)),
+        "modular": lambda m: _modular_circle(m, na, N, N, -4.0, 7.0, 322.0),
+    }
+    out = {}
+    for name, setup in setups.items():
+        m = new()
+        setup(m)
+        _objects(m)
+        for os in ((1, 3) if name in ("parallel", "cone") else (1,)):
+            g = m.allocate_projections()
+            m.rayTrace(g, os)
+            out[f"{name}_os{os}"] = g
+    return out
+
+
+def voxelized_objects(new):
+    """addObject into a volume (every type, rotations) with oversampling 1, 2, 3 and
+    voxelize() of the analytic phantom over a non-zero background."""
+    m = new()
+    n = 24
+    m.set_conebeam(4, n, n, PS, PS, 0.5 * (n - 1), 0.5 * (n - 1), m.setAngleArray(4, 360.0),
+                   SOD, SDD)
+    m.set_default_volume()
+    out = {}
+    for os in (1, 2, 3):
+        f = m.allocate_volume()
+        _objects(m, f, os, clip=False)
+        out[f"f_os{os}"] = f
+    _objects(m, None, 1, clip=False)
+    f = m.allocate_volume() + np.float32(0.5)
+    m.voxelize(f, 2)
+    out["voxelize_os2"] = f
+    return out
+
+
+def geometry_utilities(new):
+    """windowFOV, sensitivity (inside the field of view: upstream's analytic sensitivity
+    is not zero outside it, while its back-projector is), slice/view ranges, the minimum
+    FOV diameter, the offset-scan padding and crop_projections (data and geometry)."""
+    na = 12
+    setups = {
+        "parallel": lambda m: m.set_parallelbeam(na, N, N, PS, PS, CENTER + 1.5, CENTER - 2.5,
+                                                 m.setAngleArray(na, 180.0)),
+        "fan": lambda m: m.set_fanbeam(na, N, N, PS, PS, CENTER, CENTER + 2.0,
+                                       m.setAngleArray(na, 360.0), SOD, SDD, 5.0),
+        "cone": lambda m: m.set_conebeam(na, N, N, PS, PS, CENTER - 3.0, CENTER + 1.7,
+                                         m.setAngleArray(na, 360.0), SOD, SDD, -4.0),
+        "curved": lambda m: (m.set_conebeam(na, N, N, PS, PS, CENTER + 2.0, CENTER - 1.3,
+                                            m.setAngleArray(na, 360.0), SOD, SDD),
+                             m.set_curvedDetector()),
+        "helical": lambda m: (m.set_conebeam(na, N // 2, N, PS, PS, 0.5 * (N // 2 - 1) + 1,
+                                             CENTER, m.setAngleArray(na, 720.0), SOD, SDD),
+                              m.set_normalizedHelicalPitch(0.7)),
+    }
+
+    def volume(m, name):
+        m.set_default_volume()
+        if name in ("parallel", "fan"):
+            m.set_offsetX(3.0)
+            m.set_offsetY(-2.0)
+        elif name == "helical":
+            m.set_numZ(40)
+        else:
+            m.set_offsetZ(5.0)
+            m.set_numZ(24)
+            m.set_offsetX(4.0)
+
+    out = {}
+    for name, setup in setups.items():
+        m = new()
+        setup(m)
+        volume(m, name)
+        f = m.allocate_volume() + np.float32(1.0)
+        m.windowFOV(f)
+        out[f"{name}_windowFOV"] = f
+        if name in ("parallel", "fan", "cone"):
+            b = m.allocate_volume()
+            m.backproject(np.ones(m.get_projection_dim(), np.float32), b)
+            out[f"{name}_sensitivity"] = m.sensitivity() * (b > 0)
+        ranges = [m.viewRangeNeededForBackprojection(), [m.get_diameterFOV_min()]]
+        if name != "helical":   # upstream's ignores the helical source travel
+            ranges += [m.sliceRangeNeededForProjection(), m.sliceRangeNeededForProjection(False)]
+        m.set_offsetScan(True)
+        ranges.append([m.extraColumnsForOffsetScan()])
+        out[f"{name}_ranges"] = np.concatenate([np.asarray(r, np.float64) for r in ranges])
+        if name in ("cone", "curved", "helical"):
+            m = new()
+            setup(m)
+            volume(m, name)
+            dims = m.get_projection_dim()
+            g = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
+            out[f"{name}_crop"] = m.crop_projections([2, dims[1] - 4], [3, N - 2], g)
+            out[f"{name}_crop_geometry"] = np.array(
+                [m.get_numRows(), m.get_numCols(), m.get_centerRow(), m.get_centerCol(),
+                 m.get_numZ(), m.get_offsetZ()], dtype=np.float64)
+    return out
+
+
+def resampling(new):
+    """down/up_sample_projections and down_sample_volume (data and geometry),
+    up_sample_volume's geometry and up_sample (upstream's up_sample_volume fails when
+    given data: it reads an undefined variable)."""
+    out = {}
+    for fac in ([1, 2, 2], [1, 3, 2], [1, 1, 3]):
+        m = new()
+        m.set_conebeam(4, N, N - 2, PS, PS, CENTER + 1.2, CENTER - 2.3,
+                       m.setAngleArray(4, 360.0), SOD, SDD)
+        k = "x".join(map(str, fac))
+        g = _smooth_data(m)
+        d = m.down_sample_projections(fac, g)
+        out[f"down_proj_{k}"] = d
+        out[f"down_proj_{k}_geometry"] = np.array(
+            [m.get_numRows(), m.get_numCols(), m.get_pixelHeight(), m.get_pixelWidth(),
+             m.get_centerRow(), m.get_centerCol()], dtype=np.float64)
+        out[f"up_proj_{k}"] = m.up_sample_projections(fac, d.copy())
+        out[f"up_proj_{k}_geometry"] = np.array(
+            [m.get_numRows(), m.get_numCols(), m.get_pixelHeight(), m.get_pixelWidth(),
+             m.get_centerRow(), m.get_centerCol()], dtype=np.float64)
+    for fac in ([2, 2, 2], [3, 2, 2], [1, 3, 3]):
+        m = new()
+        m.set_conebeam(8, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(8, 360.0), SOD, SDD)
+        m.set_volume(N - 2, N, N - 4, 3.0, 3.5, 2.0, -3.0, 5.0)
+        k = "x".join(map(str, fac))
+        nz, ny, nx = m.get_volume_dim()
+        z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+        f = (2.0 + np.sin(0.3 * x + 0.2 * z) * np.cos(0.25 * y)).astype(np.float32)
+        d = m.down_sample_volume(fac, f)
+        out[f"down_vol_{k}"] = d
+        out[f"up_vol_{k}"] = m.up_sample(fac, d.copy(), f.shape)
+        m.up_sample_volume(fac)
+        out[f"vol_{k}_geometry"] = np.array(
+            [m.get_numX(), m.get_numY(), m.get_numZ(), m.get_voxelWidth(), m.get_voxelHeight(),
+             m.get_offsetX(), m.get_offsetY(), m.get_offsetZ()], dtype=np.float64)
+    return out
+
+
+def data_processing(new):
+    """sinogram_replacement, space_carving, the conjugate difference (α = 0) and
+    find_centerCol for parallel, fan and cone data."""
+    out = {}
+    m = new()
+    m.set_parallelbeam(NA, 4, N, PS, PS, 1.5, CENTER, m.setAngleArray(NA, 180.0))
+    g = _smooth_data(m)
+    prior = np.ascontiguousarray(0.8 * g + 0.3 + 0.05 * np.cos(np.arange(N)), dtype=np.float32)
+    trace = np.zeros_like(g)
+    trace[:, :, 12:17] = 1.0
+    trace[5:9, 1:3, 3:6] = 1.0
+    for name, ws in (("default", None), ("window", np.array([2, 1, 6], np.int32))):
+        h = g.copy()
+        m.sinogram_replacement(h, prior.copy(), trace.copy(), ws)
+        out[f"sinogram_replacement_{name}"] = h
+    for name in ("parallel", "cone"):
+        m = new()
+        if name == "parallel":
+            m.set_parallelbeam(12, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(12, 180.0))
+        else:
+            m.set_conebeam(12, N, N, PS, PS, CENTER, CENTER, m.setAngleArray(12, 360.0), SOD, SDD)
+        m.set_default_volume()
+        f = m.allocate_volume()
+        m.set_FORBILD(f, True)
+        g = m.allocate_projections()
+        m.project(g, f)
+        mask = np.ascontiguousarray((g > 0.05).astype(np.float32))
+        v = m.allocate_volume()
+        m.space_carving(mask, v)
+        out[f"{name}_space_carving"] = v
+    setups = {
+        "parallel": lambda m, cc: m.set_parallelbeam(NA, 3, N, PS, PS, 1.0, cc,
+                                                     m.setAngleArray(NA, 360.0)),
+        "fan": lambda m, cc: m.set_fanbeam(NA, 3, N, PS, PS, 1.0, cc, m.setAngleArray(NA, 360.0),
+                                           SOD, SDD),
+        "cone": lambda m, cc: m.set_conebeam(NA, 8, N, PS, PS, 3.5, cc,
+                                             m.setAngleArray(NA, 360.0), SOD, SDD),
+    }
+    for name, setup in setups.items():
+        m = new()
+        setup(m, CENTER - 2.2)
+        m.set_default_volume()
+        m.set_numZ(m.get_numRows())
+        f = m.allocate_volume()
+        m.set_FORBILD(f, True)
+        g = m.allocate_projections()
+        m.project(g, f)
+        m.set_centerCol(CENTER)
+        out[f"{name}_conjugate_difference"] = np.asarray(m.conjugate_difference(g.copy(), 0.0))
+        m.find_centerCol(g)
+        out[f"{name}_centerCol"] = np.array([m.get_centerCol()])
+    return out
+
+
+CASES.update({fn.__name__: fn for fn in (
+    ray_trace_objects, voxelized_objects, geometry_utilities, resampling, data_processing)})

@@ -15,14 +15,17 @@ from .modular import ModularBeam
 from .parallel import ParallelBeam
 
 
-def _sub_offsets(oversampling: int) -> np.ndarray:
+def _sub_offsets(oversampling: int, spacing=None) -> np.ndarray:
     n = int(oversampling)
     if n < 1:
         raise ValueError(f"oversampling must be a positive integer, got {oversampling}")
-    return (np.arange(n) - 0.5 * (n - 1)) / n
+    step = 1.0 / n if spacing is None else float(spacing)
+    if not 0.0 < step <= 1.0:
+        raise ValueError(f"sub-ray spacing must be in (0, 1] pixel, got {spacing}")
+    return (np.arange(n) - 0.5 * (n - 1)) * step
 
 
-def pixel_rays(geometry, oversampling: int = 1):
+def pixel_rays(geometry, oversampling: int = 1, spacing=None):
     """Origins and unit directions of the rays through every detector pixel.
 
     Parameters
@@ -31,6 +34,9 @@ def pixel_rays(geometry, oversampling: int = 1):
     oversampling : int
         Rays per pixel along each detector axis (``oversampling²`` per pixel, placed
         at the centres of equal sub-pixels).
+    spacing : float, optional
+        Distance between neighbouring sub-rays, in pixels, instead of the sub-pixel
+        centres' ``1/oversampling``; LEAP's ``rayTrace`` uses ``1/(oversampling + 1)``.
 
     Returns
     -------
@@ -38,7 +44,7 @@ def pixel_rays(geometry, oversampling: int = 1):
         A point on each ray (the source for divergent beams), mm, and the unit
         direction from source to detector.
     """
-    off = _sub_offsets(oversampling)
+    off = _sub_offsets(oversampling, spacing)
     du, dv = np.meshgrid(off, off, indexing="ij")
     du, dv = du.ravel(), dv.ravel()                       # (m,)
     if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
