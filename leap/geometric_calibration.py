@@ -30,6 +30,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .rebin import gather_view_column, source_views
+
 #: Tilt search grid of ``estimate_tilt`` (degrees): LEAP's ±4.9° in 0.1° steps.
 TILT_MAX, TILT_STEP = 4.9, 0.1
 #: Sentinel cost of candidates with no conjugate pair (LEAP's 1e12).
@@ -264,17 +266,8 @@ def rebin_parallel_projection(g: np.ndarray, p: SimpleNamespace, angle: float) -
     wrap = p.angularRange >= min(359.0, 360.0 - abs(math.degrees(T)))
     s = (np.arange(nc) - p.centerCol) * p.pixelWidth * R_tau / sdd
     alpha = np.arcsin(np.clip(s / R_tau, -1.0, 1.0)) + math.asin(tau / R_tau)
-    beta = angle + alpha
     b_min, b_max = float(min(phis[0], phis[-1])), float(max(phis[0], phis[-1]))
-    if wrap:
-        beta = np.where(beta < b_min, beta + 2 * math.pi,
-                        np.where(beta > b_max, beta - 2 * math.pi, beta))
-    else:
-        alt = -alpha + atan_A
-        low, high = beta < b_min, beta > b_max
-        beta = np.where(low, beta - (alpha - alt) + math.pi,
-                        np.where(high, beta - (alpha - alt) - math.pi, beta))
-        alpha = np.where(low | high, alt, alpha)
+    alpha, beta = source_views(alpha, angle + alpha, wrap, atan_A, b_min, b_max)
     if p.curved:
         T_u, lateral = math.atan(p.pixelWidth / sdd), alpha
     else:
@@ -282,24 +275,9 @@ def rebin_parallel_projection(g: np.ndarray, p: SimpleNamespace, angle: float) -
     ci = lateral / T_u + p.centerCol
     # LEAP interpolates with order-6 Lagrange stencils in both view and column (as its
     # rebin_parallel); the view index is a float32 in LEAP.
-    from .rebin import _stencils
     vi = phi_index(phis, beta).astype(np.float32).astype(np.float64)
-    fv, _, wv = _stencils(vi, p.numAngles, 6)
-    fc, _, wc = _stencils(ci, nc, 6)
-    data = np.asarray(g, dtype=np.float64)
-    out = np.zeros((p.numRows, nc))
-    for l1 in range(6):
-        i = fv + l1
-        ok1 = (wv[:, l1] != 0.0) & (i >= 0) & (i < p.numAngles)
-        for l3 in range(6):
-            k = fc + l3
-            ok = ok1 & (wc[:, l3] != 0.0) & (k >= 0) & (k < nc)
-            if not ok.any():
-                continue
-            w = np.where(ok, wv[:, l1] * wc[:, l3], 0.0)
-            out += w[None, :] * data[np.clip(i, 0, p.numAngles - 1), :,
-                                     np.clip(k, 0, nc - 1)].T
-    return out
+    data = np.ascontiguousarray(np.asarray(g, dtype=np.float64).transpose(0, 2, 1))
+    return gather_view_column(data, vi, ci, 6).T           # (numRows, numCols)
 
 
 def conjugate_projections(g: np.ndarray, p: SimpleNamespace):

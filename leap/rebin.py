@@ -72,6 +72,48 @@ def _stencils(positions, n, order, n_bound=None, closest_fallback=False):
     return first, M, W
 
 
+def source_views(alpha, beta, wrap, atan_A, beta_min, beta_max):
+    """The measured ray behind each wanted (fan angle ``alpha``, view ``beta``) pair, rad.
+
+    Views off the scan wrap by 2π for full scans; for shorter scans the conjugate ray
+    (opposite direction, fan angle ``atan_A − alpha``, view shifted by ±π) is used, as
+    LEAP's rebinning does. Returns the (alpha, beta) to interpolate at.
+    """
+    if wrap:
+        beta = np.where(beta < beta_min, beta + 2 * math.pi,
+                        np.where(beta > beta_max, beta - 2 * math.pi, beta))
+        return alpha, beta
+    alpha_c = -alpha + atan_A
+    lo, hi = beta < beta_min, beta > beta_max
+    beta = np.where(lo, beta - (alpha - alpha_c) + math.pi,
+                    np.where(hi, beta - (alpha - alpha_c) - math.pi, beta))
+    return np.where(lo | hi, alpha_c, alpha), beta
+
+
+def gather_view_column(data, view_pos, col_pos, order=6):
+    """Lagrange interpolation of ``data`` (num_views, num_cols, …) at fractional (view,
+    column) positions of equal shape S, with LEAP's stencils (:func:`_stencils`) in both;
+    returns shape S + data.shape[2:], float64."""
+    na, nc = data.shape[:2]
+    fv, _, wv = _stencils(view_pos, na, order)
+    fc, _, wc = _stencils(col_pos, nc, order)
+    out = np.zeros(np.shape(view_pos) + data.shape[2:])
+    extra = (None,) * (data.ndim - 2)
+    for l1 in range(6):
+        i = fv + l1
+        ok1 = (wv[..., l1] != 0.0) & (i >= 0) & (i < na)
+        if not ok1.any():
+            continue
+        for l3 in range(6):
+            k = fc + l3
+            ok = ok1 & (wc[..., l3] != 0.0) & (k >= 0) & (k < nc)
+            if not ok.any():
+                continue
+            w = np.where(ok, wv[..., l1] * wc[..., l3], 0.0)
+            out += w[(Ellipsis,) + extra] * data[np.clip(i, 0, na - 1), np.clip(k, 0, nc - 1)]
+    return out
+
+
 def _stencil_matrix(positions, n, order, n_bound=None, closest_fallback=False, clamp=False):
     """Dense (len(positions), n) interpolation matrix of :func:`_stencils` rows.
 
@@ -267,36 +309,12 @@ def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
     phi = phi0_new + T_phi * np.arange(n_new, dtype=np.float64)[:, None]
     s = s0 + T_s * cols[None, :]
     alpha = np.broadcast_to(np.arcsin(s / R) + asin_tau, (n_new, nc)).copy()
-    beta = phi + alpha
-    if wrap:
-        beta = np.where(beta < beta_min, beta + 2 * math.pi,
-                        np.where(beta > beta_max, beta - 2 * math.pi, beta))
-    else:
-        # Views off the scan: use the conjugate ray (opposite direction).
-        alpha_c = -alpha + atan_A
-        lo, hi = beta < beta_min, beta > beta_max
-        beta = np.where(lo, beta - (alpha - alpha_c) + math.pi,
-                        np.where(hi, beta - (alpha - alpha_c) - math.pi, beta))
-        alpha = np.where(lo | hi, alpha_c, alpha)
+    alpha, beta = source_views(alpha, phi + alpha, wrap, atan_A, beta_min, beta_max)
     lateral = alpha if d.curved else np.tan(alpha)
     view_pos = _angles_index(phis, beta.astype(np.float32).astype(np.float64))
     col_pos = (lateral - u0) / T_u
-    fv, _, wv = _stencils(view_pos, na, order)
-    fc, _, wc = _stencils(col_pos, nc, order)
     work_t = np.ascontiguousarray(work.transpose(0, 2, 1))          # (na, nc, nr)
-    out = np.zeros((n_new, nc, nr))
-    for l1 in range(6):
-        i = fv + l1
-        ok1 = (wv[..., l1] != 0.0) & (i >= 0) & (i < na)
-        if not ok1.any():
-            continue
-        for l3 in range(6):
-            k = fc + l3
-            ok = ok1 & (wc[..., l3] != 0.0) & (k >= 0) & (k < nc)
-            if not ok.any():
-                continue
-            w = np.where(ok, wv[..., l1] * wc[..., l3], 0.0)
-            out += w[..., None] * work_t[np.clip(i, 0, na - 1), np.clip(k, 0, nc - 1)]
+    out = gather_view_column(work_t, view_pos, col_pos, order)
     out = out.transpose(0, 2, 1)
     g[:n_new] = out.astype(np.float32)
     if n_new < na:
