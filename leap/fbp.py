@@ -164,6 +164,7 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         return _fbp_gpu(geometry, volume, g, out, **opts)
     operators._check_array("g", g, geometry.projection_shape)
+    operators._check_finite("g", g)
     devs, cap = operators._gpu_selection(devices, max_slices)
     if devs:
         f = operators._check_out("out", out, volume.shape, g)
@@ -196,6 +197,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,
                                  truncated_scan=truncated_scan, fov_radius=fov_radius)
     operators._check_array("f", f, volume.shape)
+    operators._check_finite("f", f)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical

@@ -447,6 +447,7 @@ class GeometryToolsMixin:
             import cupy
             g = cupy.asnumpy(g)
         operators._check_array(name, g, self.get_projection_dim())
+        operators._check_finite(name, g)
         return g
 
     def _search_range(self, p, searchBounds, scale=1.0, offset=0.0):

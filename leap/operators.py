@@ -21,6 +21,9 @@ transpose (``<P f, g> = <f, Pᵀ g>`` to float rounding).
 """
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
@@ -53,6 +56,23 @@ def _check_array(name, arr, shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
     if not arr.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous; pass np.ascontiguousarray({name})")
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _all_finite(flat):  # pragma: no cover - compiled
+    bad = 0
+    for i in numba.prange(flat.size):
+        if not math.isfinite(flat[i]):
+            bad += 1
+    return bad == 0
+
+
+def _check_finite(name, arr):
+    """Raise if the NumPy input ``arr`` holds NaN or inf (one parallel pass, no copy):
+    they would spread through every ray or voxel they touch."""
+    if arr.size and not _all_finite(arr.reshape(-1)):
+        raise ValueError(f"{name} contains NaN or infinite values; clean the data first "
+                         f"(e.g. np.nan_to_num({name}) or a bad-pixel correction)")
 
 
 def _check_out(name, out, shape, other):
@@ -150,6 +170,7 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
         return _cuda_call("project", geometry, volume, f, out, fov_radius,
                           fan_distance_weight, slice_weights)
     _check_array("f", f, volume.shape)
+    _check_finite("f", f)
     g = _check_out("out", out, geometry.projection_shape, f)
     devs, cap = _gpu_selection(devices, max_slices)
     if devs:
@@ -201,6 +222,7 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
         return _cuda_call("backproject", geometry, volume, g, out, fov_radius,
                           fan_distance_weight, slice_weights)
     _check_array("g", g, geometry.projection_shape)
+    _check_finite("g", g)
     f = _check_out("out", out, volume.shape, g)
     devs, cap = _gpu_selection(devices, max_slices)
     if devs:

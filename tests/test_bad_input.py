@@ -17,7 +17,8 @@ def _snapshot(*arrays):
     return [a.copy() for a in arrays]
 
 
-@pytest.mark.parametrize("bad", ["dtype", "shape", "noncontig", "list", "readonly_out"])
+@pytest.mark.parametrize("bad", ["dtype", "shape", "noncontig", "list", "readonly_out", "nan",
+                                 "inf"])
 @pytest.mark.parametrize("op", ["project", "backproject"])
 def test_bad_arrays_raise_and_leave_inputs_untouched(op, bad):
     leapct = _cone()
@@ -48,6 +49,9 @@ def test_bad_arrays_raise_and_leave_inputs_untouched(op, bad):
         else:
             g = g.tolist()
         err = TypeError
+    elif bad in ("nan", "inf"):
+        (f if op == "project" else g).flat[5] = np.nan if bad == "nan" else -np.inf
+        err = ValueError
     else:
         if op == "project":
             g.setflags(write=False)
@@ -71,6 +75,12 @@ def test_error_messages_name_the_problem():
         leapct.project(g, np.zeros((1, 2, 3), np.float32))
     with pytest.raises(ValueError, match="C-contiguous"):
         leapct.project(g, np.asfortranarray(leapct.allocate_volume()))
+    bad = leapct.allocate_projections()
+    bad[1, 2, 3] = np.nan
+    for call in (leapct.FBP, lambda x: leapct.backproject(x, leapct.allocate_volume()),
+                 lambda x: leapct.SART(x, leapct.allocate_volume(), 1, progress=False)):
+        with pytest.raises(ValueError, match="NaN"):
+            call(bad)
 
 
 def test_operations_before_geometry_is_set():
