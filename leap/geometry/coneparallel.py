@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_float, positive_float, readonly_array
+from ._checks import finite_float
 from .axial import CONE_PARALLEL, AxialViews, column_axes
 from .base import ScanGeometry
 from .detector import Detector
+from .divergent import check_orbit
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -55,21 +56,11 @@ class ConeParallelBeam(ScanGeometry):
     _view_fields = ("angles",)
 
     def __post_init__(self):
-        if not isinstance(self.detector, Detector):
-            raise TypeError(f"detector must be a Detector, got {type(self.detector).__name__}")
+        check_orbit(self)
         if self.detector.curved:
             raise ValueError("a cone-parallel detector cannot be curved (rebin curved data with "
                              "rebin_parallel, which produces flat cone-parallel coordinates)")
-        object.__setattr__(self, "angles", readonly_array("angles", self.angles, (None,)))
-        if self.angles.size == 0:
-            raise ValueError("angles must hold at least one view")
-        object.__setattr__(self, "sod", positive_float("sod", self.sod))
-        object.__setattr__(self, "sdd", positive_float("sdd", self.sdd))
-        object.__setattr__(self, "tau", finite_float("tau", self.tau))
         object.__setattr__(self, "helical_pitch", finite_float("helical_pitch", self.helical_pitch))
-        if self.sdd <= self.sod:
-            raise ValueError(f"sdd ({self.sdd} mm) must be larger than sod ({self.sod} mm): "
-                             "the detector must lie beyond the rotation axis")
         if abs(self.tau) >= self.sod:
             raise ValueError(f"|tau| ({abs(self.tau)} mm) must be smaller than sod ({self.sod} mm)")
         d = self.detector

@@ -11,6 +11,22 @@ from .base import ScanGeometry
 from .detector import Detector
 
 
+def check_orbit(geom) -> None:
+    """Validate (and freeze) the fields every source-on-a-circle geometry shares:
+    detector, angles, sod, sdd (beyond the axis) and tau."""
+    if not isinstance(geom.detector, Detector):
+        raise TypeError(f"detector must be a Detector, got {type(geom.detector).__name__}")
+    object.__setattr__(geom, "angles", readonly_array("angles", geom.angles, (None,)))
+    if geom.angles.size == 0:
+        raise ValueError("angles must hold at least one view")
+    object.__setattr__(geom, "sod", positive_float("sod", geom.sod))
+    object.__setattr__(geom, "sdd", positive_float("sdd", geom.sdd))
+    object.__setattr__(geom, "tau", finite_float("tau", geom.tau))
+    if geom.sdd <= geom.sod:
+        raise ValueError(f"sdd ({geom.sdd} mm) must be larger than sod ({geom.sod} mm): "
+                         "the detector must lie beyond the rotation axis")
+
+
 class DivergentBeam(ScanGeometry):
     """Mix-in: source at ``sod·θ − tau·θ⊥ (+ z_s ẑ)``, detector at distance ``sdd``.
 
@@ -21,17 +37,7 @@ class DivergentBeam(ScanGeometry):
     _view_fields = ("angles",)
 
     def _check_common(self):
-        if not isinstance(self.detector, Detector):
-            raise TypeError(f"detector must be a Detector, got {type(self.detector).__name__}")
-        object.__setattr__(self, "angles", readonly_array("angles", self.angles, (None,)))
-        if self.angles.size == 0:
-            raise ValueError("angles must hold at least one view")
-        object.__setattr__(self, "sod", positive_float("sod", self.sod))
-        object.__setattr__(self, "sdd", positive_float("sdd", self.sdd))
-        object.__setattr__(self, "tau", finite_float("tau", self.tau))
-        if self.sdd <= self.sod:
-            raise ValueError(f"sdd ({self.sdd} mm) must be larger than sod ({self.sod} mm): "
-                             "the detector must lie beyond the rotation axis")
+        check_orbit(self)
 
     @property
     def column_model(self) -> int:
