@@ -78,7 +78,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def about(self):
         """Print the version of leap."""
         from . import __version__
-        print(f"leap {__version__}: LEAP-compatible CT projectors in Python (Numba CPU back-end)")
+        print(f"leap {__version__}: LEAP-compatible CT projectors in Python (Numba CPU and CUDA back-ends)")
 
     def version(self):
         from . import __version__
