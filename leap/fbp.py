@@ -198,15 +198,8 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
                                  truncated_scan=truncated_scan, fov_radius=fov_radius)
     operators._check_array("f", f, volume.shape)
     operators._check_finite("f", f)
-    if isinstance(geometry, ModularBeam):
-        _check_axial_modular(geometry)
-    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
-    fgeo, first, n_add = geometry, 0, 0
-    if offset_scan and not helical:
-        fgeo, first, n_add = offset_scan_layout(geometry)
-    if fov_radius is None and offset_scan and fgeo is not geometry:
-        fov_radius = fgeo.fov_radius()
-    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius)
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
                           fan_distance_weight=_distance_weighted(fgeo),
                           slice_weights=slice_weights, devices=devices, max_slices=max_slices)
@@ -225,6 +218,23 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     return out
 
 
+def _backprojection_layout(geometry, volume, offset_scan, fov_radius):
+    """The geometry FBP back-projects through and its settings, shared by the CPU FBP
+    adjoint and the GPU plan: ``(fgeo, first, n_add, fov_radius, slice_weights)`` —
+    fgeo widened by ``n_add`` columns (the data starting at column ``first``) for offset
+    scans, the field of view of that wider detector, and helical slice weights."""
+    if isinstance(geometry, ModularBeam):
+        _check_axial_modular(geometry)
+    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    fgeo, first, n_add = geometry, 0, 0
+    if offset_scan and not helical:
+        fgeo, first, n_add = offset_scan_layout(geometry)
+    if fov_radius is None and offset_scan and fgeo is not geometry:
+        fov_radius = fgeo.fov_radius()
+    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    return fgeo, first, n_add, fov_radius, slice_weights
+
+
 def _check_axial_modular(geometry: ModularBeam):
     """FBP of modular beams is defined for axially aligned modules (rows along z)."""
     if np.any(geometry.row_vectors[:, 2] < 0.9961):
@@ -239,15 +249,8 @@ def _check_axial_modular(geometry: ModularBeam):
 
 def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window):
     """Geometry-only pieces of GPU FBP and its adjoint (the same ones the CPU uses)."""
-    if isinstance(geometry, ModularBeam):
-        _check_axial_modular(geometry)
-    helical = isinstance(geometry, ConeBeam) and geometry.is_helical
-    fgeo, first, n_add = geometry, 0, 0
-    if offset_scan and not helical:
-        fgeo, first, n_add = offset_scan_layout(geometry)
-    if fov_radius is None and offset_scan and fgeo is not geometry:
-        fov_radius = fgeo.fov_radius()
-    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius)
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry).ravel() if n_add else None
     setup = operators._setup(fgeo, volume, fov_radius, _distance_weighted(fgeo), slice_weights)

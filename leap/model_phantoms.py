@@ -27,6 +27,16 @@ class PhantomMixin:
         return phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
                                 v.voxel_height, oversampling=oversampling, out=f)
 
+    def _place(self, ph, f, oversampling):
+        """Voxelise the objects of ``ph`` into ``f`` (returns f) or, for f=None, append
+        them to the analytic phantom (returns True)."""
+        if f is None:
+            for obj in ph:
+                self._phantom_objects().add(obj)
+            return True
+        self._voxelize(ph, f, oversampling)
+        return f
+
     def addObject(self, f, typeOfObject, c, r, val, A=None, clip=None, oversampling=1):
         """Add a solid to the volume ``f`` (voxelised), or, with ``f=None``, to the
         analytic phantom used by :meth:`rayTrace`.
@@ -61,12 +71,7 @@ class PhantomMixin:
         """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom."""
         from .phantoms import forbild_head
         ph = forbild_head(include_ear=includeEar)
-        if f is None:
-            for obj in ph:
-                self._phantom_objects().add(obj)
-            return True
-        self._voxelize(ph, f, oversampling)
-        return f
+        return self._place(ph, f, oversampling)
 
     def set_SheppLogan(self, f=None, radius=None, oversampling=1):
         """The 3-D (modified) Shepp–Logan phantom, outer semi-axis ``radius`` mm.
@@ -79,12 +84,7 @@ class PhantomMixin:
             v = self.core_volume()
             radius = 0.45 * min(v.num_x, v.num_y) * v.voxel_width
         ph = shepp_logan_3d(radius_mm=float(radius))
-        if f is None:
-            for obj in ph:
-                self._phantom_objects().add(obj)
-            return True
-        self._voxelize(ph, f, oversampling)
-        return f
+        return self._place(ph, f, oversampling)
 
     def voxelize(self, f, oversampling=1):
         """Paint the analytic phantom (objects added with ``addObject(None, …)``,

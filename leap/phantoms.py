@@ -320,6 +320,17 @@ class PhantomObject:
 # ---------------------------------------------------------------------------
 # Numba kernels
 # ---------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _axis_first(axis, a0, a1, a2):
+    """The component along an object's ``axis`` (0, 1, 2: x, y, z) first, then the
+    other two in order — the coordinate layout cylinders and cones are written in."""
+    if axis == 0:
+        return a0, a1, a2
+    if axis == 1:
+        return a1, a0, a2
+    return a2, a0, a1
+
+
 @njit(cache=True)
 def _inside_local(kind, u0, u1, u2, r0, r1, r2):
     """Closed point-in-solid test in object coordinates (not normalised)."""
@@ -330,41 +341,16 @@ def _inside_local(kind, u0, u1, u2, r0, r1, r2):
         return a * a + b * b + c * c <= 1.0
     if kind == 1:  # parallelepiped
         return abs(u0) <= r0 and abs(u1) <= r1 and abs(u2) <= r2
-    if kind == 2:  # cylinder along x
-        b = u1 / r1
-        c = u2 / r2
-        return abs(u0) <= r0 and b * b + c * c <= 1.0
-    if kind == 3:  # cylinder along y
-        a = u0 / r0
-        c = u2 / r2
-        return abs(u1) <= r1 and a * a + c * c <= 1.0
-    if kind == 4:  # cylinder along z
-        a = u0 / r0
-        b = u1 / r1
-        return abs(u2) <= r2 and a * a + b * b <= 1.0
+    if kind <= 4:  # cylinder along x, y or z
+        s, pa, pb = _axis_first(kind - 2, u0, u1, u2)
+        hs, ra, rb = _axis_first(kind - 2, r0, r1, r2)
+        a = pa / ra
+        b = pb / rb
+        return abs(s) <= hs and a * a + b * b <= 1.0
     # cones: axis coordinate s, transverse coordinates p, q, end radii ra (at
     # s=-l) and rb (at s=+l)
-    if kind == 5:
-        s = u0
-        p = u1
-        q = u2
-        l = r0
-        ra = r1
-        rb = r2
-    elif kind == 6:
-        s = u1
-        p = u0
-        q = u2
-        l = r1
-        ra = r0
-        rb = r2
-    else:
-        s = u2
-        p = u0
-        q = u1
-        l = r2
-        ra = r0
-        rb = r1
+    s, p, q = _axis_first(kind - 5, u0, u1, u2)
+    l, ra, rb = _axis_first(kind - 5, r0, r1, r2)
     if abs(s) > l:
         return False
     rho = 0.5 * (ra + rb) + 0.5 * (rb - ra) / l * s
@@ -422,24 +408,16 @@ def _far_outside(kind, x0, x1, x2, cen, A, rad, clip, dworld, dlocal):
     if kind == 1:
         return abs(u0) > r0 + dlocal or abs(u1) > r1 + dlocal or abs(u2) > r2 + dlocal
     if kind <= 4:
-        if kind == 2:
-            s, hs, pa, ra, pb, rb = u0, r0, u1, r1, u2, r2
-        elif kind == 3:
-            s, hs, pa, ra, pb, rb = u1, r1, u0, r0, u2, r2
-        else:
-            s, hs, pa, ra, pb, rb = u2, r2, u0, r0, u1, r1
+        s, pa, pb = _axis_first(kind - 2, u0, u1, u2)
+        hs, ra, rb = _axis_first(kind - 2, r0, r1, r2)
         if abs(s) > hs + dlocal:
             return True
         g = 1.0 + dlocal / min(ra, rb)
         a = pa / ra
         b = pb / rb
         return a * a + b * b > g * g
-    if kind == 5:
-        s, l, pa, ea, pb, eb = u0, r0, u1, r1, u2, r2
-    elif kind == 6:
-        s, l, pa, ea, pb, eb = u1, r1, u0, r0, u2, r2
-    else:
-        s, l, pa, ea, pb, eb = u2, r2, u0, r0, u1, r1
+    s, pa, pb = _axis_first(kind - 5, u0, u1, u2)
+    l, ea, eb = _axis_first(kind - 5, r0, r1, r2)
     if abs(s) > l + dlocal:
         return True
     beta = 0.5 * (eb - ea) / l
@@ -603,18 +581,9 @@ def _chord(kind, cen, A, rad, clip, p, d, buf):
         n = _add_slab_roots(buf, n, u1, w1, r1)
         n = _add_slab_roots(buf, n, u2, w2, r2)
     elif kind <= 4:
-        if kind == 2:
-            s, ws, hs = u0, w0, r0
-            pa, wa, ra = u1, w1, r1
-            pb, wb, rb = u2, w2, r2
-        elif kind == 3:
-            s, ws, hs = u1, w1, r1
-            pa, wa, ra = u0, w0, r0
-            pb, wb, rb = u2, w2, r2
-        else:
-            s, ws, hs = u2, w2, r2
-            pa, wa, ra = u0, w0, r0
-            pb, wb, rb = u1, w1, r1
+        s, pa, pb = _axis_first(kind - 2, u0, u1, u2)
+        ws, wa, wb = _axis_first(kind - 2, w0, w1, w2)
+        hs, ra, rb = _axis_first(kind - 2, r0, r1, r2)
         n = _add_slab_roots(buf, n, s, ws, hs)
         ga = wa / ra
         gb = wb / rb
@@ -622,18 +591,9 @@ def _chord(kind, cen, A, rad, clip, p, d, buf):
         hb = pb / rb
         n = _add_quadratic_roots(buf, n, ga * ga + gb * gb, ga * ha + gb * hb, ha * ha + hb * hb - 1.0)
     else:
-        if kind == 5:
-            s, ws, l = u0, w0, r0
-            pa, wa, ea = u1, w1, r1
-            pb, wb, eb = u2, w2, r2
-        elif kind == 6:
-            s, ws, l = u1, w1, r1
-            pa, wa, ea = u0, w0, r0
-            pb, wb, eb = u2, w2, r2
-        else:
-            s, ws, l = u2, w2, r2
-            pa, wa, ea = u0, w0, r0
-            pb, wb, eb = u1, w1, r1
+        s, pa, pb = _axis_first(kind - 5, u0, u1, u2)
+        ws, wa, wb = _axis_first(kind - 5, w0, w1, w2)
+        l, ea, eb = _axis_first(kind - 5, r0, r1, r2)
         n = _add_slab_roots(buf, n, s, ws, l)
         alpha = 0.5 * (ea + eb)
         beta = 0.5 * (eb - ea) / l
