@@ -60,3 +60,21 @@ def test_adjoint_reference_sized_cone(rng):
                            lambda g: leap.backproject(geo, vol, g),
                            vol.shape, geo.projection_shape, rng)
     assert mismatch <= 1e-6
+
+
+def test_cone_parallel_tiny_rank_one_case_is_an_exact_transpose():
+    """The hypothesis example that exposed the dot test's ill-conditioning: P and Pᵀ,
+    built column by column, are exact transposes."""
+    det = leap.Detector(num_rows=3, num_cols=2, pixel_height=1.3984375, pixel_width=1.0,
+                        center_row=1.26171875, center_col=0.5)
+    geo = leap.ConeParallelBeam(detector=det, angles=np.array([0.0]), sod=193.0, sdd=203.0,
+                                helical_mid_angle=0.0)
+    vol = leap.Volume(num_x=1, num_y=2, num_z=2, voxel_width=0.5, voxel_height=1.0,
+                      offset_y=0.25, offset_z=1.640625)
+    n, m = int(np.prod(vol.shape)), int(np.prod(geo.projection_shape))
+    P = np.stack([leap.project(geo, vol, e.reshape(vol.shape)).ravel()
+                  for e in np.eye(n, dtype=np.float32)], axis=1)
+    PT = np.stack([leap.backproject(geo, vol, e.reshape(geo.projection_shape)).ravel()
+                   for e in np.eye(m, dtype=np.float32)], axis=1)
+    assert np.abs(P).max() > 0
+    np.testing.assert_array_equal(P, PT.T)
