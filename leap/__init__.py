@@ -2,6 +2,7 @@
 
 Importing leap never imports torch, cupy or CUDA.
 """
+from . import _threading  # noqa: F401  (first: TBB must be loaded before any parallel kernel runs)
 from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
 from .operators import backproject, project

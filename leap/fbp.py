@@ -5,6 +5,8 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
 1. pre-weights: cosine weights (fan/cone, flat/curved, with τ) × view weights
    (Parker for short scans, ½ redundancy for ≥ 360°, non-equispaced steps) —
    offset-detector scans are zero-padded to a symmetric detector with half-fan weights;
+   modular beams (axially aligned) are weighted view by view as the cone beam each
+   view is (:meth:`leap.geometry.ModularBeam.axial_terms`);
 2. ramp filter along detector rows (linear convolution, FFT), scaled by
    :func:`leap.weights.fbp_scale`;
 3. post-weights (the inverse cone weight);
@@ -27,13 +29,14 @@ import math
 
 import numpy as np
 
+from . import _validate, operators
 from . import arrays as _arrays
-from . import operators
 from .filters import filter_rows, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
-from .weights import (angular_step, cosine_weights, fbp_scale, mean_distances, modular_angles,
-                      offset_scan_layout, offset_scan_padding, offset_scan_weights,
-                      parker_weights, view_weights)
+from .gpu import resolve as resolve_devices
+from .kernels.plan import make_plan
+from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
+                      offset_scan_padding, offset_scan_weights, parker_weights, view_weights)
 
 
 def _sample_spacing(geometry) -> float:
@@ -41,7 +44,7 @@ def _sample_spacing(geometry) -> float:
     if isinstance(geometry, (ParallelBeam, ConeParallelBeam)):
         return d.pixel_width
     if isinstance(geometry, ModularBeam):
-        sod, sdd = mean_distances(geometry)
+        sod, sdd = geometry.mean_distances()
         return d.pixel_width * sod / sdd
     return d.pixel_width * geometry.sod / geometry.sdd
 
@@ -98,7 +101,7 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
     pre, post = cosine_weights(geometry)
     w = view_weights(geometry, helical=helical)
-    parker = None if helical or isinstance(geometry, ModularBeam) else parker_weights(geometry)
+    parker = None if helical else parker_weights(geometry)
     if parker is not None:
         w = w * parker
     if pre is not None:
@@ -158,16 +161,16 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     volume in attenuation units (1/mm). ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
     """
-    operators._check_geometry(geometry, volume)
+    _validate.check_geometry(geometry, volume)
     opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
                 offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius)
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         return _fbp_gpu(geometry, volume, g, out, **opts)
-    operators._check_array("g", g, geometry.projection_shape)
-    operators._check_finite("g", g)
-    devs, cap = operators._gpu_selection(devices, max_slices)
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+    devs, cap = resolve_devices(devices, max_slices)
     if devs:
-        f = operators._check_out("out", out, volume.shape, g)
+        f = _validate.check_out("out", out, volume.shape, g)
         return _fbp_gpu(geometry, volume, g, f, host=(devs, cap), **opts)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
@@ -191,13 +194,13 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     CUDA arrays run on their GPU; NumPy arrays with GPUs selected (``devices``) project
     on the GPU(s) and filter on the CPU.
     """
-    operators._check_geometry(geometry, volume)
+    _validate.check_geometry(geometry, volume)
     if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
         return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,
                                  truncated_scan=truncated_scan, fov_radius=fov_radius)
-    operators._check_array("f", f, volume.shape)
-    operators._check_finite("f", f)
+    _validate.check_array("f", f, volume.shape)
+    _validate.check_finite("f", f)
     fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
         geometry, volume, offset_scan, fov_radius)
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
@@ -213,7 +216,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
         q = q[:, :, first:first + nc] * (2.0 * offset_scan_weights(geometry)).astype(np.float32)
     if out is None:
         return np.ascontiguousarray(q, dtype=np.float32)
-    operators._check_array("out", out, geometry.projection_shape)
+    _validate.check_array("out", out, geometry.projection_shape)
     out[...] = q
     return out
 
@@ -240,9 +243,15 @@ def _check_axial_modular(geometry: ModularBeam):
     if np.any(geometry.row_vectors[:, 2] < 0.9961):
         raise ValueError("FBP of a modular-beam geometry needs axially aligned modules "
                          "(row vectors within 5 degrees of +z); use an iterative method instead")
-    a = modular_angles(geometry)
+    a = geometry.view_angles()
     if a.size > 1 and np.min(np.abs(np.diff(a))) < 1e-12:
         raise ValueError("FBP of a modular-beam geometry needs distinct view angles")
+    t = geometry.axial_terms()
+    if np.any(t.sod <= 1e-9 * t.sdd):
+        k = int(np.argmin(t.sod))
+        raise ValueError(f"FBP of a modular-beam geometry needs every source away from the z "
+                         f"axis; view {k}'s source lies in the plane through the axis parallel "
+                         "to its module")
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -253,8 +262,9 @@ def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, w
         geometry, volume, offset_scan, fov_radius)
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry).ravel() if n_add else None
-    setup = operators._setup(fgeo, volume, fov_radius, _distance_weighted(fgeo), slice_weights)
-    return fgeo, first, n_add, w2, pre, H, post, setup
+    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
+                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    return fgeo, first, n_add, w2, pre, H, post, plan
 
 
 def _views_of(w, vs, ve):
@@ -283,7 +293,7 @@ def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_s
              truncated_scan, fov_radius, host=None):
     """FBP on the GPU: CUDA arrays (host=None) or NumPy arrays (host=(devices, cap))."""
     from . import gpu
-    fgeo, first, n_add, w2, pre, H, post, setup = _gpu_plan(
+    fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
         geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
     na, nr, nc = fgeo.projection_shape
     if host is not None:
@@ -295,10 +305,10 @@ def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_s
             q = cuda.device_array((ve - vs, nr, nc), dtype=np.float32)
             _filter_device(gd, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan,
                            stream, None)
-            return gpu.prepare_projections(setup, q, stream)
+            return gpu.prepare_projections(plan, q, stream)
 
-        return gpu.slab_driver(setup, volume, out, (na, nr, nc), devs, cap, load)
-    dev = operators._check_cuda_pair("g", g, out, geometry.projection_shape, volume.shape)
+        return gpu.slab_driver(plan, out, (na, nr, nc), devs, cap, load)
+    dev = _validate.check_cuda_pair("g", g, out, geometry.projection_shape, volume.shape)
     with _arrays.device_context(dev):
         stream = _arrays.caller_stream(g)
 
@@ -309,7 +319,7 @@ def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_s
         _filter_device(_arrays.as_numba(g), q, 0, na, first, n_add, w2, pre, H, post,
                        truncated_scan, stream, alloc)
         y = out if out is not None else _arrays.empty_like_kind(g, volume.shape)
-        gpu.backproject_device(setup, volume, q, _arrays.as_numba(y), stream, alloc)
+        gpu.backproject_device(plan, q, _arrays.as_numba(y), stream, alloc)
     return y
 
 
@@ -318,8 +328,8 @@ def _fbp_adjoint_cuda(geometry, volume, f, out, *, ramp_filter, lowpass, window,
     """:func:`fbp_adjoint` on CUDA arrays, every step on f's device."""
     from . import gpu
     from .kernels.cuda import filters as cf
-    dev = operators._check_cuda_pair("f", f, out, volume.shape, geometry.projection_shape)
-    fgeo, first, n_add, w2, pre, H, post, setup = _gpu_plan(
+    dev = _validate.check_cuda_pair("f", f, out, volume.shape, geometry.projection_shape)
+    fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
         geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
     with _arrays.device_context(dev):
         stream = _arrays.caller_stream(f)
@@ -328,7 +338,7 @@ def _fbp_adjoint_cuda(geometry, volume, f, out, *, ramp_filter, lowpass, window,
             return _arrays.as_numba(_arrays.empty_like_kind(f, shape))
 
         q = alloc(fgeo.projection_shape)
-        gpu.project_device(setup, volume, _arrays.as_numba(f), q, stream, alloc)
+        gpu.project_device(plan, _arrays.as_numba(f), q, stream, alloc)
         if post is not None:
             cf.scale(q, post, stream)
         cf.filter_rows(q, H, stream, extrapolate=truncated_scan, transpose=True, alloc=alloc)

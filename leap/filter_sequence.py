@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import regularization as _reg
-from .algorithms._array import array_namespace, vdot
+from .algorithms._array import array_namespace, check_no_overlap, vdot
 
 __all__ = ["denoisingFilter", "filterSequence", "TV", "LpNorm", "histogramSparsity",
            "BlurFilter", "MedianFilter", "BilateralFilter", "GuidedFilter"]
@@ -194,7 +194,11 @@ class TV(denoisingFilter):
         self.f_0 = f_0
 
     def _x(self, f):
-        return f if self.f_0 is None else f - self.f_0
+        if self.f_0 is None:
+            return f
+        # f − f_0 with f_0 a view of f would be 0 whatever f is: the filter would do nothing.
+        check_no_overlap("f", f, f_0=self.f_0)
+        return f - self.f_0
 
     def cost(self, f):
         return _reg.tv_cost(self._x(f), self.delta, self.weight, self.p,
@@ -213,7 +217,7 @@ class TV(denoisingFilter):
         n = _tv_neighbors(self.leapct)
         if self.f_0 is None:
             return _reg.tv_diffuse(f, self.delta, 1, self.p, neighbors=n, out=f)
-        f[...] = _reg.tv_diffuse(f - self.f_0, self.delta, 1, self.p, neighbors=n) + self.f_0
+        f[...] = _reg.tv_diffuse(self._x(f), self.delta, 1, self.p, neighbors=n) + self.f_0
         return f
 
 
@@ -249,7 +253,10 @@ class LpNorm(denoisingFilter):
         return y
 
     def _Bx(self, f):
-        return self._B(f if self.f_0 is None else f - self.f_0)
+        if self.f_0 is None:
+            return self._B(f)
+        check_no_overlap("f", f, f_0=self.f_0)      # else f − f_0 = 0 whatever f is
+        return self._B(f - self.f_0)
 
     def cost(self, f):
         xp = array_namespace(f)

@@ -72,6 +72,19 @@ def _spatial_kernel(order: int, s: np.ndarray) -> np.ndarray:
     raise ValueError(f"ramp filter order must be an integer 0..12 (2 = Shepp-Logan, 12 = Ram-Lak), got {order}")
 
 
+def lowpass_power(width: float) -> float:
+    """Exponent p of LEAP's low-pass ``cos(ω/2)^(2p)`` of FWHM ``width`` pixels (≥ 2):
+    ``p = 1/(1 − log2(1 + cos(π/W)))``, the power whose gain is ½ at ω = π/W.
+
+    Written as ``−ln 2 / log1p(−sin²(π/2W))`` (since 1 + cos x = 2cos²(x/2)), which
+    stays finite for wide filters: the textbook form divides by zero once cos(π/W)
+    rounds to 1 (W ≳ 1e8). Very wide filters keep little more than the mean.
+    """
+    y = math.sin(0.5 * math.pi / width) ** 2
+    # y underflows to 0 beyond W ~ 1e154: the limit, a filter that keeps only ω = 0.
+    return math.inf if y == 0.0 else -math.log(2.0) / math.log1p(-y)
+
+
 def ramp_response(num_cols: int, spacing: float, order: int = 2, *, lowpass: float = 1.0,
                   window: str = "none", curved_pixel_angle: float | None = None) -> np.ndarray:
     """Real frequency response of the ramp filter, shape ``(N // 2 + 1,)`` (rfft layout).
@@ -81,8 +94,8 @@ def ramp_response(num_cols: int, spacing: float, order: int = 2, *, lowpass: flo
     num_cols : detector columns; sets the padded length N (:func:`fft_length`).
     spacing : sample spacing T at the isocentre, mm.
     order : LEAP filter order 0..12 (2 default, 12 Ram-Lak).
-    lowpass : LEAP's ``FBPlowpass`` W; applied when W ≥ 2 as ``cos(ω/2)^(2p)`` with
-        ``p = 1/(1 − log2(1 + cos(π/W)))`` (gain ½ at ω = π/W).
+    lowpass : LEAP's ``FBPlowpass`` W (detector pixels, positive); applied when W ≥ 2 as
+        ``cos(ω/2)^(2p)``, p from :func:`lowpass_power` (gain ½ at ω = π/W).
     window : one of :data:`WINDOWS` (leap extension), applied over ω/π.
     curved_pixel_angle : for curved detectors, ``pixel_width/sdd``: the kernel is
         multiplied by ``(s′/sin s′)²``, ``s′ = s·pixel_width/sdd`` (fan-beam ramp).
@@ -107,9 +120,11 @@ def ramp_response(num_cols: int, spacing: float, order: int = 2, *, lowpass: flo
     # LEAP keeps the kernel in float32 before its FFT; doing the same keeps us in step.
     H = np.fft.rfft(h.astype(np.float32).astype(np.float64)).real
     omega = np.pi * np.arange(H.size) / n * 2.0         # 0 .. π
+    if lowpass is not None and not (lowpass > 0 and math.isfinite(lowpass)):
+        raise ValueError(f"lowpass (FBPlowpass, FWHM in detector pixels) must be a positive "
+                         f"finite number, got {lowpass}")
     if lowpass is not None and lowpass >= 2.0:
-        p = 1.0 / (1.0 - math.log2(1.0 + math.cos(math.pi / lowpass)))
-        H *= np.maximum(0.0, np.cos(0.5 * omega)) ** (2.0 * p)
+        H *= np.maximum(0.0, np.cos(0.5 * omega)) ** (2.0 * lowpass_power(lowpass))
     H *= WINDOWS[window](omega / np.pi)
     return H
 
@@ -144,3 +159,30 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
             out[:, num_cols - 1] += out[:, num_cols:min(num_cols + ne, n - ne)].sum(axis=1)
             out[:, 0] += out[:, n - ne:].sum(axis=1)
         block[:] = out[:, :num_cols]
+
+
+def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -> np.ndarray:
+    """LEAP's Hilbert filter along detector rows, in place on ``g`` (..., num_cols).
+
+    Convolution with h[n] = 2/(πn) for odd n and 0 for even n (curved cone-beam
+    detectors: times s/sin(s), s = n·pixel_width/sdd, the angular form), zero-padded to a
+    power of two ≥ 2·num_cols; ``extrapolate`` (truncated scans) extends the edge values
+    up to 100 samples into the padding. Returns ``g``.
+    """
+    from .geometry import ConeBeam
+    nc = geometry.detector.num_cols
+    n = 1 << int(math.ceil(math.log2(2 * nc)))
+    m = np.fft.fftfreq(n, 1.0 / n)              # 0, 1, …, −1: the sample offsets
+    h = np.where(m % 2 == 1, 2.0 / (math.pi * np.where(m == 0, 1, m)), 0.0)
+    if isinstance(geometry, ConeBeam) and geometry.detector.curved:
+        s = m * geometry.detector.pixel_width / geometry.sdd
+        h = np.where(m != 0, h * s / np.where(m == 0, 1.0, np.sin(s)), h)
+    H = np.fft.fft(h)
+    x = np.zeros(g.shape[:-1] + (n,), dtype=np.float64)
+    x[..., :nc] = g
+    if extrapolate:
+        k = min(n - nc - 1, 100)
+        x[..., nc:nc + k] = x[..., nc - 1:nc]
+        x[..., n - k:] = x[..., :1]
+    g[...] = np.fft.ifft(np.fft.fft(x, axis=-1) * H, axis=-1).real[..., :nc]
+    return g

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -97,58 +95,18 @@ def resolve(devices, max_slices):
     return devs, cap
 
 
-# ----------------------------------------------------------------------- setup
-
-class Setup(NamedTuple):
-    """What the kernels need of one operator call (see leap.operators._setup)."""
-
-    modular: bool
-    geometry: object          # kernel form (ModularBeam for modular / tilted cones)
-    views: object             # AxialViews (axial) or None
-    fov_r2: float
-    dist_sod: float
-    slice_weights: object     # (na, nz) float64 or None
-    row_factor: np.ndarray    # (nrows,) float64
-
-
-def _views_slice(setup: Setup, a0: int, a1: int):
-    if setup.modular:
-        g = setup.geometry
-        return SimpleNamespace(source_positions=g.source_positions[a0:a1],
-                               module_centers=g.module_centers[a0:a1],
-                               row_vectors=g.row_vectors[a0:a1],
-                               col_vectors=g.col_vectors[a0:a1], detector=g.detector)
-    v = setup.views
-    return v._replace(col_dir=v.col_dir[a0:a1], source_xy=v.source_xy[a0:a1],
-                      source_z=v.source_z[a0:a1])
-
-
-def _params(setup: Setup, volume, z0):
-    d = setup.geometry.detector
-    return SimpleNamespace(fov_r2=setup.fov_r2, x0=volume.x0, y0=volume.y0, z0=z0,
-                           voxel_width=volume.voxel_width, voxel_height=volume.voxel_height,
-                           pixel_width=d.pixel_width, pixel_height=d.pixel_height,
-                           center_col=getattr(d, "center_col", 0.0),
-                           center_row=getattr(d, "center_row", 0.0),
-                           dist_sod=setup.dist_sod)
-
-
-def _sw(setup: Setup, a0, a1, z0, z1):
-    if setup.slice_weights is None:
-        return None
-    return setup.slice_weights[a0:a1, z0:z1]
-
+# ------------------------------------------------------------- device-array level
+# Every function takes a :class:`leap.kernels.plan.Plan` (geometry in kernel form,
+# volume, field of view, FBP weights), built once per call by leap.operators / leap.fbp.
 
 def _numba_alloc(shape):
     from numba import cuda
     return cuda.device_array(shape, dtype=np.float32)
 
 
-# ------------------------------------------------------------- device-array level
-
-def prepare_volume(setup: Setup, f, stream, alloc=_numba_alloc):
+def prepare_volume(plan, f, stream, alloc=_numba_alloc):
     """What the projector reads: S = z-cumulative sums (axial) or f itself (modular)."""
-    if setup.modular:
+    if plan.modular:
         return f
     from .kernels.cuda import axial
     nz, ny, nx = f.shape
@@ -157,55 +115,51 @@ def prepare_volume(setup: Setup, f, stream, alloc=_numba_alloc):
     return S
 
 
-def project_prepared(setup: Setup, volume, P, g, stream, *, a0=0, z_first=0,
-                     accumulate=False):
-    """Project a prepared slab (slices z_first.. of volume) into views a0.. (g)."""
+def project_prepared(plan, P, g, stream, *, a0=0, z_first=0, accumulate=False):
+    """Project a prepared slab (slices z_first.. of the plan's volume) into views a0.. (g)."""
     from .kernels.cuda import axial, modular
+    volume = plan.volume
     z0 = volume.z0 + z_first * volume.voxel_height if z_first else volume.z0
-    a1 = a0 + g.shape[0]
-    if setup.modular:
-        modular.project(P, g, _views_slice(setup, a0, a1), z0, volume, stream,
-                        accumulate=accumulate)
+    nz = P.shape[0] if plan.modular else P.shape[2] - 1
+    part = plan.view_slice(a0, a0 + g.shape[0])
+    if plan.modular:
+        modular.project(P, g, part.geometry, z0, volume, stream, accumulate=accumulate)
         return
-    nz = P.shape[2] - 1
-    axial.project(P, g, _views_slice(setup, a0, a1), _params(setup, volume, z0),
-                  setup.row_factor, _sw(setup, a0, a1, z_first, z_first + nz), stream,
+    sw = None if part.slice_weights is None else part.slice_weights[:, z_first:z_first + nz]
+    axial.project(P, g, part.views, part.scalars(z0), plan.row_factor, sw, stream,
                   accumulate=accumulate)
 
 
-def prepare_projections(setup: Setup, g, stream, alloc=_numba_alloc):
+def prepare_projections(plan, g, stream, alloc=_numba_alloc):
     """What the back-projector reads: G = row-cumulative sums (axial) or g (modular)."""
-    if setup.modular:
+    if plan.modular:
         return g
     from .kernels.cuda import axial
     na, nr, nc = g.shape
     G = alloc((na, nr + 1, nc))
-    axial.cumsum_projections(g, setup.row_factor, G, stream)
+    axial.cumsum_projections(g, plan.row_factor, G, stream)
     return G
 
 
-def backproject_prepared(setup: Setup, volume, G, f, stream, *, a0=0, z_first=0,
-                         accumulate=False):
+def backproject_prepared(plan, G, f, stream, *, a0=0, z_first=0, accumulate=False):
     """Back-project prepared views a0.. (G) into the slab f (slices z_first..)."""
     from .kernels.cuda import axial, modular
+    volume = plan.volume
     z0 = volume.z0 + z_first * volume.voxel_height if z_first else volume.z0
-    a1 = a0 + G.shape[0]
-    if setup.modular:
-        modular.backproject(G, f, _views_slice(setup, a0, a1), z0, volume, stream,
-                            accumulate=accumulate)
+    part = plan.view_slice(a0, a0 + G.shape[0])
+    if plan.modular:
+        modular.backproject(G, f, part.geometry, z0, volume, stream, accumulate=accumulate)
         return
-    axial.backproject(G, f, _views_slice(setup, a0, a1), _params(setup, volume, z0),
-                      _sw(setup, a0, a1, z_first, z_first + f.shape[0]), stream,
-                      accumulate=accumulate)
+    sw = None if part.slice_weights is None else part.slice_weights[:, z_first:z_first + f.shape[0]]
+    axial.backproject(G, f, part.views, part.scalars(z0), sw, stream, accumulate=accumulate)
 
 
-def project_device(setup, volume, f, g, stream, alloc=_numba_alloc):
-    project_prepared(setup, volume, prepare_volume(setup, f, stream, alloc), g, stream)
+def project_device(plan, f, g, stream, alloc=_numba_alloc):
+    project_prepared(plan, prepare_volume(plan, f, stream, alloc), g, stream)
 
 
-def backproject_device(setup, volume, g, f, stream, alloc=_numba_alloc):
-    backproject_prepared(setup, volume, prepare_projections(setup, g, stream, alloc), f,
-                         stream)
+def backproject_device(plan, g, f, stream, alloc=_numba_alloc):
+    backproject_prepared(plan, prepare_projections(plan, g, stream, alloc), f, stream)
 
 
 # ------------------------------------------------------------- host data, chunked
@@ -251,7 +205,7 @@ def _run(devices, parts, work):
             work(d, p)
 
 
-def project_host(setup: Setup, volume, f: np.ndarray, g: np.ndarray, devices, cap):
+def project_host(plan, f: np.ndarray, g: np.ndarray, devices, cap):
     """g = P f on the GPU(s) from host arrays; views split across devices."""
     from numba import cuda
     na, nr, nc = g.shape
@@ -263,10 +217,10 @@ def project_host(setup: Setup, volume, f: np.ndarray, g: np.ndarray, devices, ca
             stream = cuda.default_stream()
             nzc, nvc = _plan(ny * nx * 4 * 2, nr * nc * 4, nz, p1 - p0, cap)
             for zs, ze in chunks(0, nz, nzc):
-                P = prepare_volume(setup, cuda.to_device(f[zs:ze], stream=stream), stream)
+                P = prepare_volume(plan, cuda.to_device(f[zs:ze], stream=stream), stream)
                 for vs, ve in chunks(p0, p1, nvc):
                     gd = cuda.device_array((ve - vs, nr, nc), dtype=np.float32)
-                    project_prepared(setup, volume, P, gd, stream, a0=vs, z_first=zs)
+                    project_prepared(plan, P, gd, stream, a0=vs, z_first=zs)
                     part_g = gd.copy_to_host(stream=stream)
                     stream.synchronize()
                     if zs == 0:
@@ -278,7 +232,7 @@ def project_host(setup: Setup, volume, f: np.ndarray, g: np.ndarray, devices, ca
     return g
 
 
-def _slab_driver(setup, volume, f, na, nr, nc, devices, cap, load_views):
+def _slab_driver(plan, f, na, nr, nc, devices, cap, load_views):
     """Shared loop of back-projection and FBP: slabs split across devices; per slab the
     views in chunks, each loaded by ``load_views(vs, ve, stream)`` → prepared G."""
     from numba import cuda
@@ -295,7 +249,7 @@ def _slab_driver(setup, volume, f, na, nr, nc, devices, cap, load_views):
                 fd = cuda.device_array((ze - zs, ny, nx), dtype=np.float32)
                 for n, (vs, ve) in enumerate(view_chunks):
                     G = cached if cached is not None else load_views(vs, ve, stream)
-                    backproject_prepared(setup, volume, G, fd, stream, a0=vs, z_first=zs,
+                    backproject_prepared(plan, G, fd, stream, a0=vs, z_first=zs,
                                          accumulate=n > 0)
                 fd.copy_to_host(f[zs:ze], stream=stream)
                 stream.synchronize()
@@ -304,19 +258,19 @@ def _slab_driver(setup, volume, f, na, nr, nc, devices, cap, load_views):
     return f
 
 
-def backproject_host(setup: Setup, volume, g: np.ndarray, f: np.ndarray, devices, cap):
+def backproject_host(plan, g: np.ndarray, f: np.ndarray, devices, cap):
     """f = Pᵀ g on the GPU(s) from host arrays; volume slabs split across devices."""
     from numba import cuda
     na, nr, nc = g.shape
 
     def load(vs, ve, stream):
-        return prepare_projections(setup, cuda.to_device(g[vs:ve], stream=stream), stream)
+        return prepare_projections(plan, cuda.to_device(g[vs:ve], stream=stream), stream)
 
-    return _slab_driver(setup, volume, f, na, nr, nc, devices, cap, load)
+    return _slab_driver(plan, f, na, nr, nc, devices, cap, load)
 
 
-def slab_driver(setup, volume, f, shape, devices, cap, load_views):
+def slab_driver(plan, f, shape, devices, cap, load_views):
     """Public form of the slab loop for FBP (leap.fbp): ``shape`` = (na, nr, nc) of the
     prepared views that ``load_views(vs, ve, stream)`` returns (G for axial geometries)."""
     na, nr, nc = shape
-    return _slab_driver(setup, volume, f, na, nr, nc, devices, cap, load_views)
+    return _slab_driver(plan, f, na, nr, nc, devices, cap, load_views)

@@ -16,11 +16,13 @@ import warnings
 
 import numpy as np
 
-from . import operators
+from . import _validate
 from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
+from .geometry._checks import MAX_COUNT as _MAX_COUNT
 from .geometry._checks import finite_float as _as_float
 from .geometry._checks import integer as _as_int
+from .geometry._checks import positive_int as _positive_int
 from .model_algorithms import IterativeMethodsMixin
 from .model_display import DisplayMixin
 from .model_fbp import FBPMixin
@@ -29,8 +31,6 @@ from .model_io import DataIOMixin
 from .model_phantoms import PhantomMixin
 from .model_preprocessing import PreprocessingMixin
 from .model_special import SpecialModelsMixin
-
-
 
 
 class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, IterativeMethodsMixin,
@@ -107,9 +107,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # ---------------------------------------------------------------- angles
     def setAngleArray(self, numAngles, angularRange):
         """Equispaced angles in degrees: ``arange(numAngles) * angularRange / numAngles``."""
-        n = _as_int("numAngles", numAngles)
-        if n <= 0:
-            raise ValueError(f"numAngles must be positive, got {n}")
+        n = _positive_int("numAngles", numAngles)
         rng = _as_float("angularRange", angularRange)
         return (np.arange(n, dtype=np.float32) * np.float32(rng / n)).astype(np.float32)
 
@@ -130,15 +128,13 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # -------------------------------------------------------------- geometry
     def _detector_params(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
                          centerRow, centerCol):
-        p = dict(numAngles=_as_int("numAngles", numAngles), numRows=_as_int("numRows", numRows),
-                 numCols=_as_int("numCols", numCols),
+        p = dict(numAngles=_positive_int("numAngles", numAngles),
+                 numRows=_positive_int("numRows", numRows),
+                 numCols=_positive_int("numCols", numCols),
                  pixelHeight=_as_float("pixelHeight", pixelHeight),
                  pixelWidth=_as_float("pixelWidth", pixelWidth),
                  centerRow=_as_float("centerRow", centerRow),
                  centerCol=_as_float("centerCol", centerCol))
-        for k in ("numAngles", "numRows", "numCols"):
-            if p[k] <= 0:
-                raise ValueError(f"{k} must be positive, got {p[k]}")
         for k in ("pixelHeight", "pixelWidth"):
             if p[k] <= 0:
                 raise ValueError(f"{k} must be positive, got {p[k]}")
@@ -340,6 +336,36 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         return ConeBeam(detector=det, angles=angles, sod=g["sod"], sdd=g["sdd"], tau=g["tau"],
                         helical_pitch=g["helicalPitch"], tilt=np.deg2rad(g["tiltAngle"]))
 
+    @property
+    def system(self):
+        """The current problem as a :class:`leap.system.CTSystem` (geometry, volume,
+        forward model, field of view, mask, FBP options, devices): what every computing
+        method of this facade calls, and what other front ends (torch, Dask) take over.
+        A new immutable value on every access; later settings do not change it."""
+        from .system import Attenuated, CTSystem, FBPOptions, Symmetric
+        geo, vol = self.core_geometry(), self.core_volume()
+        model = None
+        if self._axis_of_symmetry is not None:
+            if self.muSpecified():
+                raise ValueError("an attenuation map and an axis of symmetry are both set; "
+                                 "clear one (clear_attenuationMap or clear_axisOfSymmetry)")
+            model = Symmetric(self._axis_of_symmetry)
+        elif self.muSpecified():
+            model = Attenuated(self._attenuation())
+        mask = self.volume_mask
+        if mask is not None and tuple(mask.shape) != vol.shape:
+            mask = None      # LEAP: a mask of another shape is not applied
+        order, window = self._ramp_filter, "none"
+        if isinstance(order, str):
+            order, window = 12, order
+        options = FBPOptions(ramp_filter=order, window=window, lowpass=self._fbp_lowpass,
+                             offset_scan=bool(self._offset_scan),
+                             truncated_scan=bool(self._truncated_scan))
+        return CTSystem(geometry=geo, volume=vol, model=model, mask=mask,
+                        fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None,
+                        fbp_options=options, devices=tuple(self.get_gpus()),
+                        max_slices=self._max_slices)
+
     def convert_to_modularbeam(self):
         """Replace a parallel- or cone-beam geometry by its modular-beam equivalent."""
         g = self._need_geometry()
@@ -407,6 +433,27 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         self._geom = {k: v for k, v in g0.items() if k != "tiltAngle"}
         return self._update(geometry="cone_parallel", sod=new.sod, tau=0.0, **changes)
 
+    def rebin_parallel_sinogram(self, g, order=6, iRow=-1):
+        """One row of fan- or cone-beam data rebinned to a parallel-beam sinogram (for
+        geometric calibration); ``g`` and the geometry are unchanged.
+
+        iRow : detector row (out of range, e.g. −1: the row nearest centerRow).
+        Returns a new float32 array (numAngles, numCols) of parallel views at the
+        original angles with columns spaced pixelWidth·√(sod² + tau²)/sdd around
+        centerCol (short scans: only the first, fully measured views are filled); with
+        ``set_offsetScan(True)`` on a full scan, (numAngles // 2, 2·numCols) views over
+        180° of a centred detector twice as wide. A torch tensor in gives a CPU tensor
+        out. See :func:`leap.rebin.rebin_parallel_sinogram`.
+        """
+        from .rebin import rebin_parallel_sinogram
+        arr = self._host_array("g", g)
+        sino = rebin_parallel_sinogram(self.core_geometry(), arr, order, iRow,
+                                       offset_scan=bool(self._offset_scan))
+        if arr is not g:
+            import torch
+            return torch.from_numpy(sino)
+        return sino
+
     # ---------------------------------------------------------------- volume
     def set_volume(self, numX, numY, numZ, voxelWidth=None, voxelHeight=None,
                    offsetX=0.0, offsetY=0.0, offsetZ=0.0):
@@ -439,11 +486,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def _sod_sdd(self):
         g = self._need_geometry()
         if g["geometry"] == "modular":
-            geo = self.core_geometry()
-            normal = np.cross(geo.col_vectors, geo.row_vectors)
-            sod = np.abs(np.sum(geo.source_positions * normal, axis=1))
-            sdd = np.abs(np.sum((geo.source_positions - geo.module_centers) * normal, axis=1))
-            return float(np.mean(sod)), float(np.mean(sdd))
+            return self.core_geometry().mean_distances()
         if g["geometry"] == "parallel":
             return 1.0, 1.0
         return g["sod"], g["sdd"]
@@ -474,6 +517,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         scale = _as_float("scale", scale)
         if scale <= 0:
             raise ValueError(f"scale must be positive, got {scale}")
+        if max(g["numCols"], g["numRows"]) / scale > _MAX_COUNT:
+            raise ValueError(f"scale {scale:g} is too small: the volume would need more than "
+                             f"{_MAX_COUNT} voxels along an axis")
         vw0, vh0 = self._nominal_voxel_size()
         kind = g["geometry"]
         numX = int(math.ceil(g["numCols"] / scale))
@@ -502,7 +548,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             else:
                 offsetZ = (0.5 * (numZ - 1) - g["centerRow"]) * vh
         if self._offset_scan:
-            r = (self.core_geometry().fov_radius(offset_scan=True) if kind != "modular"
+            r = (self._offset_fov_radius() if kind != "modular"
                  else numX * vw / 2)   # LEAP: the farther detector edge sets the FOV
             numX = 2 * int(math.ceil(r / vw))
         numZ = max(numZ, 1)
@@ -594,20 +640,15 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """View angles in degrees, (numAngles,) float32."""
         g = self._need_geometry()
         if g["geometry"] == "modular":
-            geo = self.core_geometry()
-            d = geo.source_positions - geo.module_centers
-            phi = np.unwrap(np.arctan2(d[:, 1], d[:, 0]))
-            return np.rad2deg(phi + 0.5 * np.pi).astype(np.float32)
+            return np.rad2deg(self.core_geometry().view_angles()).astype(np.float32)
         return np.array(g["phis"], dtype=np.float32)
 
     get_phis = get_angles
 
     def get_angularRange(self):
         """Angular range in degrees, counting half a step at either end (as LEAP)."""
-        a = np.asarray(self.get_angles(), dtype=np.float64)
-        if a.size < 2:
-            return 0.0
-        return float(abs(a[-1] - a[0]) + 0.5 * abs(a[-1] - a[-2]) + 0.5 * abs(a[1] - a[0]))
+        from .weights import angular_range
+        return angular_range(self.get_angles())
 
     def get_sourcePositions(self):
         return self._modular_field("source_positions")
@@ -669,23 +710,12 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         ``g`` is overwritten and returned (LEAP's output-first convention). With a volume
         mask set (:meth:`set_volume_mask`), ``f · mask`` is projected; ``f`` is unchanged.
         """
-        if self.volume_mask_is_valid(f):
-            f = f * self.volume_mask
-        if self._special_model():   # attenuated Radon transform or symmetric object
-            return self._special_project(g, f)
-        return operators.project(self.core_geometry(), self.core_volume(), f, out=g,
-                                 fov_radius=self._fov_override(), **self._device_options())
+        return self.system.project(f, out=g)
 
     def backproject(self, g, f):
         """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns
         ``f`` (times the volume mask, when one is set)."""
-        if self._special_model():
-            f = self._special_backproject(g, f)
-        else:
-            f = operators.backproject(self.core_geometry(), self.core_volume(), g, out=f,
-                                      fov_radius=self._fov_override(), **self._device_options())
-        self.apply_volume_mask(f)
-        return f
+        return self.system.backproject(g, out=f)
 
     project_cpu = project
     backproject_cpu = backproject
@@ -730,7 +760,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             if arrays.is_cuda_array(x):
                 arrays.check_cuda_array(name, x, tuple(shape))
             else:
-                operators._check_array(name, x, tuple(shape))
+                _validate.check_array(name, x, tuple(shape))
         return True
 
     def get_volumeDimensionOrder(self):
@@ -770,17 +800,12 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         self._max_slices = n
         return True
 
-    def _device_options(self):
-        """Devices and chunking for the core operators: NumPy data run on the selected GPUs
-        (returned as NumPy), CUDA arrays always on their own GPU."""
-        return dict(devices=list(self._gpus), max_slices=self._max_slices)
-
     def _fov_override(self):
         """The field-of-view radius when set_diameterFOV or set_offsetScan changed it."""
         if self._fov_diameter is not None:
             return 0.5 * self._fov_diameter
         if self._offset_scan:
-            return self.core_geometry().fov_radius(offset_scan=True)
+            return self._offset_fov_radius()
         return None
 
     def set_gpu(self, which):
@@ -967,21 +992,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def parse_param_dic(self, param_fn):
         """A parameter file's ``key = value`` lines as a dict (numbers as floats, lists
         and names as strings), LEAP's format for ``load_param(d, param_type=1)``."""
-        out = {}
-        with open(param_fn, "r", encoding="utf-8") as fh:
-            for line in fh:
-                body = line.split("#", 1)[0].strip()
-                if not body:
-                    continue
-                if "=" not in body:
-                    raise ValueError(f"{param_fn}: expected 'key = value', got {body!r}")
-                key, _, value = body.partition("=")
-                value = value.strip()
-                try:
-                    out[key.strip()] = float(value)
-                except ValueError:
-                    out[key.strip()] = value
-        return out
+        from .io.params import read_param_entries
+        return read_param_entries(param_fn)
 
     # ------------------------------------------------------------- utilities
     def expNeg(self, x):
@@ -1066,7 +1078,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         rows = self._index_range("rowRange", rowRange, geo["numRows"])
         cols = self._index_range("colRange", colRange, geo["numCols"])
         if g is not None:
-            operators._check_array("g", g, self.get_projection_dim())
+            _validate.check_array("g", g, self.get_projection_dim())
         changes = dict(numRows=rows[1] - rows[0] + 1, numCols=cols[1] - cols[0] + 1)
         if geo["geometry"] == "modular":
             # The module centre moves to the middle of the kept pixels.

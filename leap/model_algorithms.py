@@ -41,6 +41,18 @@ def _filters(filters, name):
     raise TypeError(f"{name}: filters must be a filterSequence, got {type(filters).__name__}")
 
 
+def _filtered_in_place(f):
+    """``f`` for a filter that writes its result into it: raise a TypeError naming ``f``
+    unless it is a floating-point 2-D or 3-D array (an integer array would silently
+    truncate the filtered values)."""
+    from .algorithms._array import check_array_argument
+    check_array_argument("f", f, "a float32 2-D or 3-D array (filtered in place)")
+    if getattr(f.dtype, "kind", "f") != "f":
+        raise TypeError(f"f must be a floating-point (float32) array: it is filtered in place, "
+                        f"got dtype {f.dtype}")
+    return f
+
+
 def _tv_beta(beta):
     # LEAP's TV routines treat beta <= 0 as 1.
     beta = float(beta)
@@ -64,6 +76,23 @@ class IterativeMethodsMixin:
             op = _alg.MaskedOperator(op, self.volume_mask)
         return op
 
+    def _checked_operator(self, g, f):
+        """The operator of an iterative method, after checking that ``g`` and ``f`` are
+        arrays (a clear TypeError naming them, before any work on them) and that ``f``
+        is not the volume mask's memory (it would change the operator while it runs).
+        Shapes, dtypes, finiteness and the overlap of ``f`` with the other inputs are
+        checked by :func:`leap.algorithms._common.check_inputs`."""
+        from .algorithms._array import (check_array_argument, check_no_overlap, computable,
+                                        is_array)
+        op = self._operator()
+        check_array_argument("g", g, f"the projections (a float32 array of shape "
+                                     f"{tuple(op.range_shape)})")
+        check_array_argument("f", f, f"the volume to update in place (a float32 array of "
+                                     f"shape {tuple(op.domain_shape)})")
+        if isinstance(op, _alg.MaskedOperator) and is_array(op.mask):
+            check_no_overlap("f", computable(f), **{"the volume mask": computable(op.mask)})
+        return op
+
     def set_numTVneighbors(self, N):
         """Neighbourhood of the 3-D TV functions: 6 (faces) or 26 (faces, edges, corners)."""
         if isinstance(N, bool) or N not in (6, 26):
@@ -78,10 +107,13 @@ class IterativeMethodsMixin:
     def sensitivity(self, f=None):
         """Back-projection of all-ones projections, ``Pᵀ1``, into ``f`` (allocated when
         None); returns ``f``."""
-        from .algorithms._array import prepare
+        from .algorithms._array import check_array_argument, check_shape, prepare
         if f is None:
             f = self.allocate_volume()
-        xp, op, fv = prepare(self._operator(), f)
+        op = self._operator()
+        check_array_argument("f", f, f"None or a float32 array of shape {tuple(op.domain_shape)}")
+        xp, op, fv = prepare(op, f)
+        check_shape("f", fv, op.domain_shape)
         op.adjoint(xp.ones(op.range_shape, dtype=xp.float32), out=fv)
         return f
 
@@ -91,9 +123,10 @@ class IterativeMethodsMixin:
         if isinstance(numSubsets, bool) or not isinstance(numSubsets, numbers.Integral) \
                 or numSubsets <= 0:
             raise ValueError(f"numSubsets must be a positive integer, got {numSubsets!r}")
+        from .algorithms._array import check_array_argument, computable
+        check_array_argument("g", g, "a 3-D projection array (numAngles, numRows, numCols)")
         if getattr(g, "ndim", 0) != 3:
             raise ValueError("g must be a 3-D projection array (numAngles, numRows, numCols)")
-        from .algorithms._array import computable
         g = computable(g)
         xp = _alg.array_namespace(g)
         M = int(numSubsets)
@@ -108,24 +141,37 @@ class IterativeMethodsMixin:
         ``mask`` (projections' shape; 0 = pixel not used) is optional; negatives are set
         to 0. ``callback`` gets ``½ Σ mask·(Pf − g)²/P1``. Returns ``f``.
         """
-        return _alg.sirt(self._operator(), g, f, numIter, mask=mask, nonnegative=True,
-                         progress=progress, callback=callback)
+        return _alg.sirt(self._checked_operator(g, f), g, f, numIter, mask=mask,
+                         nonnegative=True, progress=progress, callback=callback)
 
     def SART(self, g, f, numIter, numSubsets=1, mask=None, nonnegativityConstraint=True, *,
              progress=True, callback=None):
         """Simultaneous Algebraic Reconstruction Technique: SIRT updates over
         ``numSubsets`` interleaved view subsets in turn. Returns ``f`` (updated in place).
         See :func:`leap.algorithms.sart`."""
-        return _alg.sart(self._operator(), g, f, numIter, numSubsets, mask=mask,
-                         nonnegative=bool(nonnegativityConstraint), progress=progress,
-                         callback=callback)
+        return _alg.sart(self._checked_operator(g, f), g, f, numIter, numSubsets,
+                         mask=mask, nonnegative=bool(nonnegativityConstraint),
+                         progress=progress, callback=callback)
 
     def ASDPOCS(self, g, f, numIter, numSubsets, numTV, filters=None, mask=None,
-                nonnegativityConstraint=True, *, progress=True, callback=None):
-        """Adaptive Steepest Descent – POCS (LEAP's iTV variant): SART passes alternated
-        with ``numTV`` applications of ``filters`` (default: TV diffusion with delta = 0;
-        a number is taken as TV's delta; any filterSequence, including non-differentiable
-        filters, works). Returns ``f``. See :func:`leap.algorithms.asd_pocs`."""
+                nonnegativityConstraint=True, *, tv_step=_alg.asdpocs.TV_STEP, progress=True,
+                callback=None):
+        """Adaptive Steepest Descent – POCS: SART passes (``numSubsets`` subsets)
+        alternated with a TV phase of ``numTV`` steepest-descent steps on ``filters``
+        (default: TV with delta = 0; a number is taken as TV's delta; a filterSequence
+        with non-differentiable filters steps towards their output instead).
+
+        The TV phase moves the volume by at most the SART pass's step (Sidky & Pan's
+        adaptive step), less while SART still removes much of the data misfit, and LEAP's
+        iTV rule then limits it to giving back 80 % of the pass's data-fit gain; so TV
+        acts with any number of subsets and filter strength. The ``numTV`` steps share
+        that budget (more steps follow the TV flow more closely). ``numTV`` ≤ 0 runs SART.
+        Keyword-only ``tv_step`` (beyond LEAP; default 1) scales the budget: lower it
+        where TV's prior fits the object poorly (e.g. low-contrast detail with one
+        subset and few iterations), raise it for stronger regularisation.
+        ``g``: projections (numAngles, numRows, numCols), ``f``: volume (numZ, numY,
+        numX), float32; ``mask``: projections' shape, 0 = pixel not used. Returns ``f``
+        (updated in place). See :func:`leap.algorithms.asd_pocs`."""
         if filters is None:
             filters = filterSequence()
             filters.append(TV(self, delta=0.0))
@@ -135,9 +181,9 @@ class IterativeMethodsMixin:
             filters.append(TV(self, delta=delta))
         else:
             filters = _filters(filters, "ASDPOCS")
-        return _alg.asd_pocs(self._operator(), g, f, numIter, numSubsets, numTV, filters,
-                             mask=mask, nonnegative=bool(nonnegativityConstraint),
-                             progress=progress, callback=callback)
+        return _alg.asd_pocs(self._checked_operator(g, f), g, f, numIter, numSubsets, numTV,
+                             filters, mask=mask, nonnegative=bool(nonnegativityConstraint),
+                             tv_step=tv_step, progress=progress, callback=callback)
 
     # ------------------------------------------------------------ EM methods
     def MLEM(self, g, f, numIter, filters=None, mask=None, *, progress=True, callback=None):
@@ -152,8 +198,8 @@ class IterativeMethodsMixin:
         """
         seq = _filters(filters, "MLEM")
         blend = getattr(seq, "beta", 1.0) if seq is not None else 0.0
-        return _alg.mlem(self._operator(), g, f, numIter, regularizer=seq, mask=mask,
-                         blend=blend, progress=progress, callback=callback)
+        return _alg.mlem(self._checked_operator(g, f), g, f, numIter, regularizer=seq,
+                         mask=mask, blend=blend, progress=progress, callback=callback)
 
     def OSEM(self, g, f, numIter, numSubsets=1, filters=None, mask=None, *, progress=True,
              callback=None):
@@ -161,15 +207,16 @@ class IterativeMethodsMixin:
         interleaved view subsets in turn. Returns ``f``. See :meth:`MLEM`."""
         seq = _filters(filters, "OSEM")
         blend = getattr(seq, "beta", 1.0) if seq is not None else 0.0
-        return _alg.osem(self._operator(), g, f, numIter, numSubsets, regularizer=seq,
-                         mask=mask, blend=blend, progress=progress, callback=callback)
+        return _alg.osem(self._checked_operator(g, f), g, f, numIter, numSubsets,
+                         regularizer=seq, mask=mask, blend=blend, progress=progress,
+                         callback=callback)
 
     def MLTR(self, g, f, numIter, numSubsets=1, filters=None, mask=None, *, progress=True,
              callback=None):
         """Maximum Likelihood Transmission reconstruction for low-count data (Poisson
         transmission model, ``t = exp(−g)``). ``g`` is not modified (LEAP converts it in
         place and back). Returns ``f``. See :func:`leap.algorithms.mltr`."""
-        return _alg.mltr(self._operator(), g, f, numIter, numSubsets,
+        return _alg.mltr(self._checked_operator(g, f), g, f, numIter, numSubsets,
                          regularizer=_filters(filters, "MLTR"), mask=mask, progress=progress,
                          callback=callback)
 
@@ -241,7 +288,7 @@ class IterativeMethodsMixin:
             y *= -1.0
             return y
 
-        return _alg.rwls(self._operator(), g, f, numIter, regularizer=seq,
+        return _alg.rwls(self._checked_operator(g, f), g, f, numIter, regularizer=seq,
                          weights=minus_laplacian, preconditioner=None,
                          nonnegative=bool(nonnegativityConstraint), progress=progress,
                          callback=callback, name="RDLS")
@@ -255,9 +302,10 @@ class IterativeMethodsMixin:
     def _rwls(self, name, g, f, numIter, filters, W, preconditioner, nonnegativityConstraint,
               progress, callback):
         seq = _filters(filters, name)
+        op = self._checked_operator(g, f)
         if W is None:
             W = self._default_weights(g)
-        return _alg.rwls(self._operator(), g, f, numIter, regularizer=seq, weights=W,
+        return _alg.rwls(op, g, f, numIter, regularizer=seq, weights=W,
                          preconditioner=preconditioner,
                          nonnegative=bool(nonnegativityConstraint), progress=progress,
                          callback=callback, name=name)
@@ -283,45 +331,48 @@ class IterativeMethodsMixin:
     def diffuse(self, f, delta, numIter, p=1.2):
         """``numIter`` TV steepest-descent steps on ``f`` in place (LEAP's step size);
         returns ``f``."""
+        _filtered_in_place(f)
         return _reg.tv_diffuse(f, delta, numIter, p, neighbors=self.get_numTVneighbors(), out=f)
 
     def TV_denoise(self, f, delta, beta, numIter, p=1.2, meanOverFirstDim=False):
         """TV denoising of ``f`` in place towards ``argmin ½‖x − f‖² + βTV(x)`` with LEAP's
         ``numIter`` steps (:func:`leap.regularization.tv_denoise`); returns ``f``."""
+        _filtered_in_place(f)
         return _reg.tv_denoise(f, delta, beta, numIter, p, neighbors=self.get_numTVneighbors(),
                                mean_over_first_dim=bool(meanOverFirstDim), out=f)
 
     # -------------------------------------------------------------- filters
     def BlurFilter(self, f, FWHM=2.0):
         """Low-pass filter ``f`` in place (raised cosine, FWHM in voxels); returns ``f``."""
-        return _reg.blur(f, FWHM, out=f)
+        return _reg.blur(_filtered_in_place(f), FWHM, out=f)
 
     LowPassFilter = BlurFilter
 
     def HighPassFilter(self, f, FWHM=2.0):
         """``f − BlurFilter(f)``, in place; returns ``f``."""
-        return _reg.high_pass(f, FWHM, out=f)
+        return _reg.high_pass(_filtered_in_place(f), FWHM, out=f)
 
     def BlurFilter2D(self, f, FWHM=2.0):
         """:meth:`BlurFilter` within each slice ``f[k]``."""
-        return _reg.blur(f, FWHM, num_dims=2, out=f)
+        return _reg.blur(_filtered_in_place(f), FWHM, num_dims=2, out=f)
 
     LowPassFilter2D = BlurFilter2D
 
     def HighPassFilter2D(self, f, FWHM=2.0):
-        return _reg.high_pass(f, FWHM, num_dims=2, out=f)
+        return _reg.high_pass(_filtered_in_place(f), FWHM, num_dims=2, out=f)
 
     def MedianFilter(self, f, threshold=0.0, windowSize=3):
         """Thresholded 3-D median filter (3×3×3 or 3×5×5), in place; returns ``f``."""
-        return _reg.median(f, threshold, windowSize, out=f)
+        return _reg.median(_filtered_in_place(f), threshold, windowSize, out=f)
 
     def MedianFilter2D(self, f, threshold=0.0, windowSize=3):
         """Thresholded median filter within each slice (3, 5 or 7 wide), in place."""
-        return _reg.median(f, threshold, windowSize, num_dims=2, out=f)
+        return _reg.median(_filtered_in_place(f), threshold, windowSize, num_dims=2, out=f)
 
     def BilateralFilter(self, f, spatialFWHM, intensityFWHM, scale=1.0):
         """Bilateral filter, in place; returns ``f``."""
-        return _reg.bilateral(f, spatialFWHM, intensityFWHM, scale=scale, out=f)
+        return _reg.bilateral(_filtered_in_place(f), spatialFWHM, intensityFWHM, scale=scale,
+                              out=f)
 
     def PriorBilateralFilter(self, f, spatialFWHM, intensityFWHM, prior=None):
         """Bilateral filter whose intensity weights compare values of ``prior`` (an array;
@@ -329,8 +380,13 @@ class IterativeMethodsMixin:
         if prior is None or isinstance(prior, numbers.Real):
             return self.BilateralFilter(f, spatialFWHM, intensityFWHM,
                                         1.0 if prior is None else float(prior))
-        return _reg.bilateral(f, spatialFWHM, intensityFWHM, prior=prior, out=f)
+        from .algorithms._array import check_array_argument
+        check_array_argument("prior", prior, "None, a number or an array of f's shape")
+        # bilateral() writes f only once its result is complete, so a prior that shares
+        # memory with f (e.g. prior=f) gives the same result as a copy of it.
+        return _reg.bilateral(_filtered_in_place(f), spatialFWHM, intensityFWHM, prior=prior,
+                              out=f)
 
     def GuidedFilter(self, f, r, epsilon, numIter=1):
         """Self-guided filter (radius ``r`` ≤ 10 voxels), in place; returns ``f``."""
-        return _reg.guided(f, min(int(r), 10), epsilon, numIter, out=f)
+        return _reg.guided(_filtered_in_place(f), min(int(r), 10), epsilon, numIter, out=f)

@@ -1,11 +1,10 @@
 """FBP methods of the LEAP facade: filter choices, field of view, FBP and its adjoint."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from . import operators
+from . import _validate
 from .geometry._checks import finite_float as _as_float
 from .geometry._checks import integer as _as_int
 
@@ -76,6 +75,15 @@ class FBPMixin:
             return 0.5 * self._fov_diameter
         return self.core_geometry().fov_radius(offset_scan=self._offset_scan)
 
+    def _offset_fov_radius(self):
+        """The field-of-view radius (mm) of an offset scan: the farther detector side."""
+        r = self.core_geometry().fov_radius(offset_scan=True)
+        if not r > 0:
+            raise ValueError("set_offsetScan(True) needs a detector that reaches past the rotation "
+                             "axis, but this geometry's field of view has radius 0 mm; check "
+                             "centerCol and tau, or call set_offsetScan(False)")
+        return r
+
     def fbp_options(self):
         """The keyword options of :func:`leap.fbp.fbp` / :func:`leap.fbp.fbp_adjoint` that
         reproduce this object's :meth:`FBP` (ramp filter, window, low-pass, offset and
@@ -96,13 +104,9 @@ class FBPMixin:
         """Filtered back-projection (FDK for cone beams) of ``g`` into ``f`` (allocated when
         None); returns ``f``. ``g`` is left untouched unless ``inplace=True`` (then it
         holds the filtered projections afterwards, where their shape allows)."""
-        from .fbp import fbp
-        if self._special_model():   # attenuated Radon transform or symmetric object
-            return self._special_fbp(g, f)
-        geo, vol = self.core_geometry(), self.core_volume()
         if f is None:
             f = self.allocate_volume()
-        return fbp(geo, vol, g, out=f, **self.fbp_options(), **self._device_options())
+        return self.system.fbp(g, out=f)
 
     fbp = FBP
     FBP_cpu = FBP
@@ -116,13 +120,14 @@ class FBPMixin:
         :meth:`weightedBackproject` of the result gives the FBP reconstruction."""
         from .fbp import filter_projections
         geo, vol = self.core_geometry(), self.core_volume()
-        operators._check_array("g", g, geo.projection_shape)
+        _validate.check_array("g", g, geo.projection_shape)
+        _validate.check_finite("g", g)
         opts = self.fbp_options()
         q, _ = filter_projections(geo, vol, g, ramp_filter=opts["ramp_filter"],
                                   window=opts["window"], lowpass=opts["lowpass"],
                                   truncated_scan=opts["truncated_scan"])
         target = g if g_out is None else g_out
-        operators._check_array("g_out", target, geo.projection_shape)
+        _validate.check_array("g_out", target, geo.projection_shape)
         target[...] = q
         return target
 
@@ -134,7 +139,8 @@ class FBPMixin:
         from .fbp import _sample_spacing
         from .filters import filter_rows, ramp_response
         geo = self.core_geometry()
-        operators._check_array("g", g, geo.projection_shape)
+        _validate.check_array("g", g, geo.projection_shape)
+        _validate.check_finite("g", g)
         opts = self.fbp_options()
         curved = geo.detector.curved
         H = ramp_response(geo.detector.num_cols, _sample_spacing(geo), opts["ramp_filter"],
@@ -149,7 +155,8 @@ class FBPMixin:
         from .fbp import _check_axial_modular, filter_projections, weighted_backproject
         from .geometry import ModularBeam
         geo, vol = self.core_geometry(), self.core_volume()
-        operators._check_array("g", g, geo.projection_shape)
+        _validate.check_array("g", g, geo.projection_shape)
+        _validate.check_finite("g", g)
         if isinstance(geo, ModularBeam):
             _check_axial_modular(geo)
         opts = self.fbp_options()
@@ -201,7 +208,8 @@ class FBPMixin:
     def _fbp_steps(self, g):
         from .fbp import _filter_steps
         geo = self.core_geometry()
-        operators._check_array("g", g, geo.projection_shape)
+        _validate.check_array("g", g, geo.projection_shape)
+        _validate.check_finite("g", g)
         opts = self.fbp_options()
         return _filter_steps(geo, self.core_volume(), opts["ramp_filter"], opts["lowpass"],
                              opts["window"])
@@ -211,32 +219,19 @@ class FBPMixin:
         h[n] = 2/(πn) for odd n, 0 for even n (curved cone detectors: times s/sin(s),
         s = n·pixelWidth·sod/sdd / sod), zero-padded to a power of two ≥ 2·numCols (edge
         values extended for truncated scans). Returns ``g``."""
-        from .geometry import ConeBeam
+        from .filters import hilbert_filter_rows
         geo = self.core_geometry()
-        operators._check_array("g", g, geo.projection_shape)
-        nc = geo.detector.num_cols
-        n = 1 << int(math.ceil(math.log2(2 * nc)))
-        m = np.fft.fftfreq(n, 1.0 / n)              # 0, 1, …, −1: the sample offsets
-        h = np.where(m % 2 == 1, 2.0 / (math.pi * np.where(m == 0, 1, m)), 0.0)
-        if isinstance(geo, ConeBeam) and geo.detector.curved:
-            s = m * geo.detector.pixel_width / geo.sdd
-            h = np.where(m != 0, h * s / np.where(m == 0, 1.0, np.sin(s)), h)
-        H = np.fft.fft(h)
-        x = np.zeros(g.shape[:-1] + (n,), dtype=np.float64)
-        x[..., :nc] = g
-        if self._truncated_scan:
-            k = min(n - nc - 1, 100)
-            x[..., nc:nc + k] = x[..., nc - 1:nc]
-            x[..., n - k:] = x[..., :1]
-        g[...] = np.fft.ifft(np.fft.fft(x, axis=-1) * H, axis=-1).real[..., :nc]
-        return g
+        _validate.check_array("g", g, geo.projection_shape)
+        _validate.check_finite("g", g)
+        return hilbert_filter_rows(g, geo, extrapolate=bool(self._truncated_scan))
 
     def rampFilterVolume(self, f):
         """LEAP's 2-D ramp filter of every z-slice of ``f``, in place: response
         √(X² + Y² − (XY/2)²)/voxelWidth with X = 2|sin(ω_x/2)| (likewise Y), zero-padded
         to ``optimalFFTsize(2·max(numY, numX))``. Returns ``f``."""
         from .algorithms.least_squares import ramp_filter_slices
-        operators._check_array("f", f, self.core_volume().shape)
+        _validate.check_array("f", f, self.core_volume().shape)
+        _validate.check_finite("f", f)
         n = self.optimalFFTsize(2 * max(f.shape[1], f.shape[2]))
         ramp_filter_slices(f, out=f, n=n)
         f *= np.float32(1.0 / self.get_voxelWidth())
@@ -278,9 +273,7 @@ class FBPMixin:
         """The exact adjoint of :meth:`FBP`: writes into ``g`` the transpose of FBP applied
         to the volume ``f`` and returns ``g`` (exact for every geometry, fan and helical
         included)."""
-        from .fbp import fbp_adjoint
-        return fbp_adjoint(self.core_geometry(), self.core_volume(), f, out=g,
-                           **self.fbp_options(), **self._device_options())
+        return self.system.fbp_adjoint(f, out=g)
 
     fbp_adjoint = FBP_adjoint
     fbp_adjoint_cpu = FBP_adjoint

@@ -12,13 +12,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import operators
+from . import _validate
 from .geometry._checks import finite_float as _as_float
 from .geometry._checks import integer as _as_int
-
-#: Row vectors within 5° of +z and sources within half a detector height in z make a
-#: modular beam "axially aligned" (LEAP's test; its ranges are then computed per view).
-_AXIAL_ROW_Z = 0.9961
 
 
 def _is_torch(x):
@@ -102,9 +98,7 @@ class GeometryToolsMixin:
         g = self._need_geometry()
         r, c = _as_float("r", r), _as_float("c", c)
         if g["geometry"] == "modular":
-            geo = self.core_geometry()
-            centers = geo.module_centers + c * geo.col_vectors + r * geo.row_vectors
-            return self._update(moduleCenters=centers.astype(np.float32))
+            return self._set_modular_frames(self.core_geometry().shifted(r, c))
         return self._update(centerRow=g["centerRow"] - r / g["pixelHeight"],
                             centerCol=g["centerCol"] - c / g["pixelWidth"])
 
@@ -127,12 +121,7 @@ class GeometryToolsMixin:
             a = _as_float("alpha", alpha)
             if kind == "cone":
                 return self.set_tiltAngle(g["tiltAngle"] + a)
-            geo = self.core_geometry()
-            n = np.cross(geo.col_vectors, geo.row_vectors)
-            n /= np.linalg.norm(n, axis=1, keepdims=True)
-            cols = self._rotate_about(n, math.radians(a), geo.col_vectors)
-            rows = self._rotate_about(n, math.radians(a), geo.row_vectors)
-            return self._update(colVectors=cols.astype(np.float32), rowVectors=rows.astype(np.float32))
+            return self._set_modular_frames(self.core_geometry().spun(math.radians(a)))
         if kind != "modular":
             raise ValueError("arbitrary detector rotations need a modular-beam geometry; "
                              "use convert_to_modularbeam() first")
@@ -143,23 +132,14 @@ class GeometryToolsMixin:
         elif A.shape != (3, 3):
             raise ValueError(f"alpha must be a scalar (degrees), 3 Euler angles or a 3x3 matrix, "
                              f"got shape {A.shape}")
-        det = np.linalg.det(A)
-        if det == 0.0:
-            raise ValueError("the rotation matrix must be nonsingular")
-        A = A / det
-        geo = self.core_geometry()
-        frames = np.stack([geo.col_vectors, np.cross(geo.col_vectors, geo.row_vectors),
-                           geo.row_vectors], axis=2)          # (n, 3, 3), columns u, n, v
-        frames = frames @ A.T
-        return self._update(colVectors=frames[:, :, 0].astype(np.float32),
-                            rowVectors=frames[:, :, 2].astype(np.float32))
+        return self._set_modular_frames(self.core_geometry().reoriented(A))
 
-    @staticmethod
-    def _rotate_about(axis, angle, v):
-        """Rodrigues rotation of the rows of ``v`` about the unit rows of ``axis``."""
-        c, s = math.cos(angle), math.sin(angle)
-        dot = np.sum(axis * v, axis=1, keepdims=True)
-        return v * c + np.cross(axis, v) * s + axis * dot * (1.0 - c)
+    def _set_modular_frames(self, geo):
+        """Store a modular geometry's vectors as LEAP's float32 parameters."""
+        return self._update(**{k: getattr(geo, a).astype(np.float32) for k, a in
+                                (("sourcePositions", "source_positions"),
+                                 ("moduleCenters", "module_centers"),
+                                 ("rowVectors", "row_vectors"), ("colVectors", "col_vectors"))})
 
     def rotate_coordinate_system(self, R):
         """Rotate the whole modular-beam system by the 3×3 matrix ``R`` (sources, module
@@ -168,14 +148,7 @@ class GeometryToolsMixin:
         if g["geometry"] != "modular":
             raise ValueError("the coordinate system can only be rotated for modular-beam "
                              "geometries; use convert_to_modularbeam() first")
-        R = np.asarray(R, dtype=np.float64)
-        if R.shape != (3, 3):
-            raise ValueError(f"R must be a 3x3 rotation matrix, got shape {R.shape}")
-        geo = self.core_geometry()
-        rot = {k: (getattr(geo, a) @ R.T).astype(np.float32) for k, a in
-               (("sourcePositions", "source_positions"), ("moduleCenters", "module_centers"),
-                ("rowVectors", "row_vectors"), ("colVectors", "col_vectors"))}
-        return self._update(**rot)
+        return self._set_modular_frames(self.core_geometry().rotated(R))
 
     def set_geometry(self, which):
         """Change the geometry type by name ('CONE', 'FAN', 'PARALLEL', 'MODULAR'),
@@ -212,157 +185,32 @@ class GeometryToolsMixin:
                                        helicalPitch=0.0, tiltAngle=0.0))
 
     # ============================================================ range queries
-    def _furthest_from_center(self):
-        """In-plane distance from the axis of the furthest voxel centre (LEAP), mm."""
-        v = self.core_volume()
-        xs, ys = v.x_samples()[[0, -1]], v.y_samples()[[0, -1]]
-        return math.sqrt(float(np.max(xs ** 2) + np.max(ys ** 2)))
-
-    def _radius_fov(self):
-        """min(furthest voxel, rFOV): the radius that bounds all rays through the volume."""
-        return min(self._furthest_from_center(), self._fov_radius())
-
-    def _modular_axial(self, geo):
-        d = geo.detector
-        zs = geo.source_positions[:, 2]
-        return bool(np.all(geo.row_vectors[:, 2] >= _AXIAL_ROW_Z)
-                    and zs.max() - zs.min() <= 0.5 * d.num_rows * d.pixel_height)
-
+    # LEAP's range queries; the bounds live in :mod:`leap.geometry.ranges`.
     def _internal_phis(self):
         """LEAP's internal view angles φ = ψ − π/2, radians (float64)."""
         return np.deg2rad(np.asarray(self.get_angles(), dtype=np.float64)) - 0.5 * np.pi
 
     def sliceRangeNeededForProjection(self, doClip=True):
-        """``[first, last]`` z-slice indices (int32) that the detector's rays cross.
-
-        Parallel/fan: the slices of the detector rows. Cone: the detector's row extent
-        (plus the tilt's clocking) traced back through the volume's radius at both ends;
-        helical scans include the source travel. Modular beams: the same per view when
-        axially aligned, else all slices. ``doClip=False`` allows indices outside
-        [0, numZ−1] (slices beyond the volume that the rays still reach).
-        """
-        g, v = self._need_geometry(), self._need_volume()
-        geo, vol = self.core_geometry(), self.core_volume()
-        nz, vh, z0 = v["numZ"], v["voxelHeight"], vol.z0
-        kind = g["geometry"]
-        if kind in ("parallel", "fan"):
-            return np.array([0, min(nz - 1, g["numRows"] - 1)], dtype=np.int32)
-        r = self._radius_fov()
-        vw = v["voxelWidth"]
-        if kind == "modular":
-            if not self._modular_axial(geo):
-                return np.array([0, nz - 1], dtype=np.int32)
-            d = geo.detector
-            row0 = -0.5 * (d.num_rows - 1) * d.pixel_height
-            zs = []
-            for s, c, u, rv in zip(geo.source_positions, geo.module_centers, geo.col_vectors,
-                                   geo.row_vectors):
-                pad = abs(u[2] * 0.5 * d.pixel_width * (d.num_cols - 1)) + 0.5 * d.pixel_height
-                Rz, Dz = math.hypot(s[0], s[1]), math.hypot(s[0] - c[0], s[1] - c[1])
-                for vv in (row0 - pad, row0 + (d.num_rows - 1) * d.pixel_height + pad):
-                    for dist in (Rz - r - vw, Rz + r + vw):
-                        zs.append(s[2] + (c[2] + vv * rv[2] - s[2]) * dist / Dz)
-            lo, hi = min(zs) - 0.5 * vh, max(zs) + 0.5 * vh
-        else:
-            sod, sdd, ph = g["sod"], g["sdd"], g["pixelHeight"]
-            row0 = -g["centerRow"] * ph
-            v_lo = (row0 - 0.5 * ph) / sdd
-            v_hi = (row0 + (g["numRows"] - 1) * ph + 0.5 * ph) / sdd
-            near, far = sod - r - vw, sod + r + vw
-            if g["helicalPitch"] != 0.0:
-                zsrc = geo.source_z()[[0, -1]]
-                pts = [z + dist * vv for z in zsrc for dist in (near, far) for vv in (v_lo, v_hi)]
-                lo, hi = min(pts) - 0.5 * vh, max(pts) + 0.5 * vh
-            else:
-                u_max = max(abs(c) for c in self._col_coords()[[0, -1]])
-                clock = abs(math.sin(math.radians(g["tiltAngle"])) * u_max) / sdd
-                v_lo, v_hi = v_lo - clock, v_hi + clock
-                lo = min(v_lo * near, v_lo * far) - 0.5 * vh
-                hi = max(v_hi * near, v_hi * far) + 0.5 * vh
-        first, last = int(math.floor((lo - z0) / vh)), int(math.ceil((hi - z0) / vh))
-        if doClip:
-            first, last = max(0, min(nz - 1, first)), max(0, min(nz - 1, last))
-        return np.array([first, last], dtype=np.int32)
-
-    def _col_coords(self):
-        """LEAP's col(i): column coordinate per column (mm; curved: radians)."""
-        g = self._need_geometry()
-        i = np.arange(g["numCols"], dtype=np.float64) - g["centerCol"]
-        if g.get("detectorType") == "curved":
-            return i * math.atan(g["pixelWidth"] / g["sdd"])
-        return i * g["pixelWidth"]
+        """``[first, last]`` z-slice indices (int32) that the detector's rays cross
+        (:func:`leap.geometry.ranges.slice_range`). ``doClip=False`` allows indices
+        outside [0, numZ−1] (slices beyond the volume that the rays still reach)."""
+        from .geometry.ranges import slice_range
+        return np.array(slice_range(self.core_geometry(), self.core_volume(),
+                                    self._fov_radius(), clip=bool(doClip)), dtype=np.int32)
 
     def viewRangeNeededForBackprojection(self):
         """``[first, last]`` view indices (int32) whose rays reach the volume: the views
-        whose source height lets the detector see the volume's slices (helical cone
-        beams); all views otherwise."""
-        g, v = self._need_geometry(), self._need_volume()
-        n = g["numAngles"]
-        if g["geometry"] != "cone" or g["helicalPitch"] == 0.0:
-            return np.array([0, n - 1], dtype=np.int32)
-        return self._view_range(0, v["numZ"] - 1)
-
-    def _view_range(self, first_slice, last_slice):
-        from .geometric_calibration import phi_index
-        g, v = self._need_geometry(), self._need_volume()
-        geo, vol = self.core_geometry(), self.core_volume()
-        sod, sdd, ph, h = g["sod"], g["sdd"], g["pixelHeight"], g["helicalPitch"]
-        r, vw, vh = self._radius_fov(), v["voxelWidth"], v["voxelHeight"]
-        row0 = -g["centerRow"] * ph
-        v_lo, v_hi = (row0 - 0.5 * ph) / sdd, (row0 + (g["numRows"] - 0.5) * ph) / sdd
-        z_lo = first_slice * vh + vol.z0 - 0.5 * vh
-        z_hi = last_slice * vh + vol.z0 + 0.5 * vh
-        src = [z - dist * vv for z in (z_lo, z_hi) for dist in (sod - r - vw, sod + r + vw)
-               for vv in (v_lo, v_hi)]
-        # z_s(ψ) = h·(ψ − ψ_mid): invert for the angles, then for the view indices.
-        psi = geo.angles
-        a = phi_index(psi, min(src) / h + geo.helical_mid_angle)
-        b = phi_index(psi, max(src) / h + geo.helical_mid_angle)
-        return np.array([int(math.floor(min(a, b))), int(math.ceil(max(a, b)))], dtype=np.int32)
+        whose source height lets the detector see the volume's slices (helical scans);
+        all views otherwise."""
+        from .geometry.ranges import view_range
+        return np.array(view_range(self.core_geometry(), self.core_volume(),
+                                   self._fov_radius()), dtype=np.int32)
 
     def _row_range_for_slices(self, first, last):
         """LEAP's rowRangeNeededForBackprojection for slices [first, last]."""
-        g, v = self._need_geometry(), self._need_volume()
-        geo, vol = self.core_geometry(), self.core_volume()
-        nr = g["numRows"]
-        kind = g["geometry"]
-        if kind in ("parallel", "fan"):
-            return max(0, first), min(nr - 1, last)
-        vh, vw = v["voxelHeight"], v["voxelWidth"]
-        z_lo, z_hi = first * vh + vol.z0 - 0.5 * vh, last * vh + vol.z0 + 0.5 * vh
-        r = self._radius_fov()
-        if kind == "modular":
-            if not self._modular_axial(geo):
-                return 0, nr - 1
-            d = geo.detector
-            row0 = -0.5 * (d.num_rows - 1) * d.pixel_height
-            idx = []
-            for s, c, u, rv in zip(geo.source_positions, geo.module_centers, geo.col_vectors,
-                                   geo.row_vectors):
-                n = np.cross(u, rv)
-                Rz, Dz = math.hypot(s[0], s[1]), math.hypot(s[0] - c[0], s[1] - c[1])
-                pad = abs(u[2] * 0.5 * d.pixel_width * (d.num_cols - 1)) + 0.5 * d.pixel_height
-                for dist in (Rz - r - vw, Rz + r + vw):
-                    vs = []
-                    for z in (z_lo, z_hi):
-                        ray = np.array([(c[0] - s[0]) * dist / Dz, (c[1] - s[1]) * dist / Dz, z - s[2]])
-                        t = float((c - s) @ n) / float(ray @ n)
-                        vs.append(float((s + t * ray - c) @ rv))
-                    idx.append(int(math.floor((min(vs) - pad - row0) / d.pixel_height)))
-                    idx.append(int(math.ceil((max(vs) + pad - row0) / d.pixel_height)))
-            return max(0, min(nr - 1, min(idx))), max(0, min(nr - 1, max(idx)))
-        sod, sdd, ph = g["sod"], g["sdd"], g["pixelHeight"]
-        u_max = max(abs(c) for c in self._col_coords()[[0, -1]])
-        clock = abs(math.sin(math.radians(g["tiltAngle"])) * u_max) / sdd
-        zs = geo.source_z() if g["helicalPitch"] != 0.0 else np.zeros(1)
-        near, far = sod - r - vw, sod + r + vw
-        v_lo = min((z_lo - zs.max()) / near, (z_lo - zs.max()) / far) - 0.5 * ph / sdd - clock
-        v_hi = max((z_hi - zs.min()) / near, (z_hi - zs.min()) / far) + 0.5 * ph / sdd + clock
-        row0 = -g["centerRow"] * ph / sdd
-        Tv = ph / sdd
-        lo = min(nr - 1, max(0, int(math.floor((v_lo - row0) / Tv))))
-        hi = max(0, min(nr - 1, int(math.ceil((v_hi - row0) / Tv))))
-        return lo, hi
+        from .geometry.ranges import leap_row_range
+        return leap_row_range(self.core_geometry(), self.core_volume(), self._fov_radius(),
+                              first, last)
 
     def numRowsRequiredForBackprojectingSlab(self, numSlicesPerChunk):
         """Largest number of detector rows any slab of ``numSlicesPerChunk`` z-slices
@@ -385,20 +233,24 @@ class GeometryToolsMixin:
         from .geometry import ConeBeam, ModularBeam
         from .weights import offset_scan_layout
         geo = self.core_geometry()
-        if isinstance(geo, ModularBeam) or (isinstance(geo, ConeBeam) and geo.is_helical):
+        if ((isinstance(geo, ModularBeam) and not geo.axially_aligned)
+                or (isinstance(geo, ConeBeam) and geo.is_helical)):
             return 0
         return int(offset_scan_layout(geo)[2])
 
     def get_diameterFOV_min(self):
         """Diameter (mm) of the field of view without offset-scan widening or
-        set_diameterFOV. Modular beams: the volume's extent (twice the furthest voxel
-        centre plus half a voxel), or inf without a volume."""
+        set_diameterFOV. Modular beams that are not axially aligned: the volume's extent
+        (twice the furthest voxel centre plus half a voxel), or inf without a volume."""
         g = self._need_geometry()
-        if g["geometry"] == "modular":
+        r = self.core_geometry().fov_radius(offset_scan=False)
+        if g["geometry"] == "modular" and not math.isfinite(r):
             if self._vol is None:
                 return float("inf")
-            return 2.0 * (self._furthest_from_center() + 0.5 * self._vol["voxelWidth"])
-        return 2.0 * self.core_geometry().fov_radius(offset_scan=False)
+            from .geometry.ranges import bounding_radius
+            return 2.0 * (bounding_radius(self.core_volume(), math.inf)
+                          + 0.5 * self._vol["voxelWidth"])
+        return 2.0 * r
 
     def get_z_source_offset(self):
         """LEAP's z_source_offset, mm: helical source height is h·φ + z_source_offset with
@@ -446,8 +298,8 @@ class GeometryToolsMixin:
         elif is_cuda_array(g):
             import cupy
             g = cupy.asnumpy(g)
-        operators._check_array(name, g, self.get_projection_dim())
-        operators._check_finite(name, g)
+        _validate.check_array(name, g, self.get_projection_dim())
+        _validate.check_finite(name, g)
         return g
 
     def _search_range(self, p, searchBounds, scale=1.0, offset=0.0):
@@ -580,11 +432,10 @@ class GeometryToolsMixin:
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
         from .geometric_calibration import ray_derivative
-        from .geometry import ModularBeam
-        from .weights import angular_range_degrees, angular_step, modular_angles
+        from .weights import angular_range_degrees, angular_step
         geo = self.core_geometry()
-        operators._check_array("g", g, geo.projection_shape)
-        angles = modular_angles(geo) if isinstance(geo, ModularBeam) else geo.angles
+        _validate.check_array("g", g, geo.projection_shape)
+        angles = geo.view_angles()
         full = angles.size > 1 and angular_range_degrees(angles) >= min(
             359.0, 360.0 - math.degrees(abs(angular_step(geo))))
         if not full:
@@ -595,14 +446,59 @@ class GeometryToolsMixin:
     # ============================================================ masks
     def set_volume_mask(self, vol_mask):
         """Keep a volume mask (numZ, numY, numX) of 0s and 1s: LEAP multiplies volumes by it
-        before projecting and after back-projecting. Same array kind as the volumes."""
+        before projecting and after back-projecting. Same array kind as the volumes
+        (NumPy, torch tensor, CuPy or another CUDA array); ``None`` clears it.
+
+        The mask is kept as float32, the volumes' type (LEAP's mask is a float32 volume):
+        a bool, integer or float64 mask is converted to a float32 copy (the caller's
+        array is unchanged), so that ``f · mask`` stays float32 in :meth:`project` and
+        the iterative methods. A float32 mask is kept as it is (not copied).
+
+        Raises TypeError for a non-array or non-numeric mask, ValueError for a mask that is
+        not 3-D, does not match the volume's shape (when the volume is set) or holds NaN
+        or infinite values.
+        """
         if vol_mask is None:
             self.volume_mask = None
             return None
+        dtype = getattr(vol_mask, "dtype", None)
+        if not hasattr(vol_mask, "shape") or dtype is None:
+            raise TypeError("vol_mask must be an array of the volume's shape (numZ, numY, numX) "
+                            f"(NumPy, torch tensor or CUDA array), got {type(vol_mask).__name__}")
         shape = tuple(vol_mask.shape)
+        if len(shape) != 3:
+            raise ValueError(f"vol_mask must be a 3-D volume (numZ, numY, numX), "
+                             f"got shape {shape}")
         if self._vol is not None and shape != self.get_volume_dim():
             raise ValueError(f"vol_mask must have the volume's shape {self.get_volume_dim()}, got {shape}")
-        self.volume_mask = vol_mask
+        if _is_torch(vol_mask):
+            torch = _torch()
+            if vol_mask.dtype.is_complex:
+                raise TypeError(f"vol_mask must be numeric (bool, integer or float), "
+                                f"got {vol_mask.dtype}")
+            mask = vol_mask if vol_mask.dtype == torch.float32 else vol_mask.to(torch.float32)
+            finite = bool(torch.isfinite(mask).all())
+        else:
+            kind = np.dtype(dtype).kind
+            if kind not in "biuf":
+                raise TypeError(f"vol_mask must be numeric (bool, integer or float), "
+                                f"got dtype {dtype}")
+            if isinstance(vol_mask, np.ndarray):
+                mask = vol_mask if vol_mask.dtype == np.float32 else vol_mask.astype(np.float32)
+                finite = bool(np.isfinite(mask).all())
+            elif type(vol_mask).__module__.split(".")[0] in ("cupy", "cupyx"):
+                mask = vol_mask if vol_mask.dtype == np.float32 else vol_mask.astype(np.float32)
+                finite = bool(self._lib(mask).isfinite(mask).all())
+            else:       # a Numba device array or other CUDA array: no conversion at hand
+                if np.dtype(dtype) != np.float32:
+                    raise TypeError(f"vol_mask must be float32 for a "
+                                    f"{type(vol_mask).__name__}, got {dtype}; convert it "
+                                    "first (or pass a NumPy, CuPy or torch mask)")
+                mask, finite = vol_mask, True
+        if not finite:
+            raise ValueError("vol_mask contains NaN or infinite values; a volume mask holds "
+                             "0s and 1s")
+        self.volume_mask = mask
         return None
 
     def clear_volume_mask(self):
@@ -626,7 +522,7 @@ class GeometryToolsMixin:
         """Zero the voxels outside the circular field of view (x² + y² > rFOV²), in place;
         returns f."""
         if isinstance(f, np.ndarray):
-            operators._check_array("f", f, self.get_volume_dim())
+            _validate.check_array("f", f, self.get_volume_dim())
         r = self._fov_radius()
         if not math.isfinite(r):
             return f
@@ -665,7 +561,7 @@ class GeometryToolsMixin:
                 if a.is_cuda:
                     raise NotImplementedError("sinogram_replacement runs on CPU data only")
                 a = a.numpy()
-            operators._check_array(name, a, shape)
+            _validate.check_array(name, a, shape)
         arr = g.numpy() if _is_torch(g) else g
         prior = priorSinogram.numpy() if _is_torch(priorSinogram) else priorSinogram
         trace = metalTrace.numpy() if _is_torch(metalTrace) else metalTrace
@@ -706,7 +602,7 @@ class GeometryToolsMixin:
             raise ValueError("the view (angle) dimension cannot be resampled: factors[0] must be 1")
         if g is not None:
             if isinstance(g, np.ndarray):
-                operators._check_array("g", g, self.get_projection_dim())
+                _validate.check_array("g", g, self.get_projection_dim())
             out = self.up_sample(f, g, dims) if up else self.down_sample(f, g)
             nr, nc = out.shape[1], out.shape[2]
         else:
@@ -747,7 +643,7 @@ class GeometryToolsMixin:
                              f"required, got {fac.tolist()}")
         if f is not None:
             if isinstance(f, np.ndarray):
-                operators._check_array("f", f, self.get_volume_dim())
+                _validate.check_array("f", f, self.get_volume_dim())
             out = self.up_sample(fac, f, dims) if up else self.down_sample(fac, f)
             nz, ny, nx = out.shape
         else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import operators
+from . import _validate
 from .geometry._checks import integer as _as_int
 
 
@@ -24,6 +24,10 @@ class PhantomMixin:
         v = self.core_volume()
         # LEAP voxelises with at most 5 sub-samples per axis (larger values act as 5).
         oversampling = min(n, 5)
+        if self._axis_of_symmetry is not None:
+            # A symmetric volume (numZ, numY, 1) holds the object's half-plane: LEAP
+            # draws object x along the volume's y and object y along z.
+            phantom = phantom.permute_axes((2, 0, 1))
         return phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
                                 v.voxel_height, oversampling=oversampling, out=f)
 
@@ -123,7 +127,7 @@ class PhantomMixin:
         shape = self.get_projection_dim()
         if g is None:
             g = np.empty(shape, dtype=np.float32)
-        operators._check_array("g", g, shape)
+        _validate.check_array("g", g, shape)
         geo = self.core_geometry()
         for a in range(geo.num_angles):   # one view at a time keeps memory small
             org, dirs = pixel_rays(geo[a], n, spacing=1.0 / (n + 1))

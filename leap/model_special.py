@@ -1,5 +1,7 @@
 """Special forward models of the LEAP facade: the attenuated Radon transform
-(``set_attenuationMap``) and rotationally symmetric objects (``set_axisOfSymmetry``).
+(``set_attenuationMap``) and rotationally symmetric objects (``set_axisOfSymmetry``);
+and two special-purpose methods, back-projection filtration (``BPF``, :mod:`leap.bpf`)
+and dictionary denoising (``DictionaryDenoising``, :mod:`leap.dictionary_denoising`).
 
 While one is set, ``project``/``backproject``/``FBP`` route to :mod:`leap.special_models`.
 State (set in ``reset``): ``_mu_map`` (a voxelised map or None), ``_mu_coeff`` and
@@ -13,6 +15,26 @@ from .geometry._checks import finite_float as _as_float
 
 #: what LEAP reports as the axis of symmetry when none is set
 _NO_AXIS = 90.0
+
+
+def _host_view(x, name):
+    """``(a, write_back)``: a NumPy array with the contents of ``x`` (the same memory for
+    NumPy arrays and CPU torch tensors) and a function copying ``a`` back into ``x``
+    (a no-op when they share memory). CUDA tensors and CuPy arrays go through the host."""
+    if isinstance(x, np.ndarray):
+        return x, lambda: None
+    if type(x).__module__.startswith("torch"):
+        if not x.is_cuda:
+            return x.detach().numpy(), lambda: None
+        import torch
+        a = x.detach().cpu().numpy()
+        return a, lambda: x.copy_(torch.from_numpy(a))
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+        a = cupy.asnumpy(x)
+        return a, lambda: x.__setitem__(Ellipsis, cupy.asarray(a))
+    raise TypeError(f"{name} must be a NumPy array, a torch tensor or a CuPy array, got "
+                    f"{type(x).__name__}")
 
 
 class SpecialModelsMixin:
@@ -141,22 +163,6 @@ class SpecialModelsMixin:
             return "symmetric"
         return "attenuated" if self.muSpecified() else None
 
-    def _special_project(self, g, f):
-        from . import special_models as sm
-        geo, vol = self.core_geometry(), self.core_volume()
-        if self._special_model() == "symmetric":
-            return sm.symmetric_project(geo, vol, f, self._axis_of_symmetry, out=g)
-        return sm.attenuated_project(geo, vol, f, self._attenuation(), out=g,
-                                     fov_radius=self._fov_override())
-
-    def _special_backproject(self, g, f):
-        from . import special_models as sm
-        geo, vol = self.core_geometry(), self.core_volume()
-        if self._special_model() == "symmetric":
-            return sm.symmetric_backproject(geo, vol, g, self._axis_of_symmetry, out=f)
-        return sm.attenuated_backproject(geo, vol, g, self._attenuation(), out=f,
-                                         fov_radius=self._fov_override())
-
     def _special_operator(self):
         """The special model as an operator for the iterative algorithms."""
         from .special_models import SpecialOperator
@@ -166,15 +172,59 @@ class SpecialModelsMixin:
                                atten=None if sym else self._attenuation(),
                                fov_radius=None if sym else self._fov_override())
 
-    def _special_fbp(self, g, f):
-        from . import special_models as sm
-        geo, vol = self.core_geometry(), self.core_volume()
+    # ------------------------------------------------- back-projection filtration
+    def BPF(self, g, f=None):
+        """Back-projection filtration reconstruction of parallel-beam data ``g`` into ``f``
+        (allocated when None); returns ``f``.
+
+        g : (numAngles, numRows, numCols) projections; f : (numZ, numY, numX), filled
+        with attenuation values (1/mm), zero outside the field of view, as FBP.
+        The projections are back-projected (each line counted once) and every z-slice
+        is then ramp filtered in 2-D (see :mod:`leap.bpf`: the back-projection is taken
+        on a grid wider than the volume so that the filter sees its tails). As in LEAP,
+        only parallel-beam geometries are supported (other geometries raise ValueError);
+        offset-detector scans (``set_offsetScan(True)``) are weighted as FBP weights them.
+        NumPy arrays or torch tensors (CUDA ones go through the host).
+        """
+        from .bpf import bpf
+        if self._need_geometry()["geometry"] != "parallel":
+            raise ValueError("BPF reconstructs parallel-beam data only (as in LEAP), the "
+                             f"geometry is {self.get_geometry()}; use FBP")
+        if self._special_model():
+            raise ValueError("BPF does not model an attenuation map or a symmetric object: "
+                             "clear it (clear_attenuationMap / clear_axisOfSymmetry) or use FBP")
         if f is None:
-            f = self.allocate_volume()
-        opts = self.fbp_options()
-        if self._special_model() == "symmetric":
-            return sm.symmetric_fbp(geo, vol, g, self._axis_of_symmetry, out=f,
-                                    ramp_filter=opts["ramp_filter"], lowpass=opts["lowpass"],
-                                    window=opts["window"])
-        return sm.attenuated_fbp(geo, vol, g, self._attenuation(), out=f,
-                                 fov_radius=self._fov_override())
+            f = self.allocate_volume(astensor=type(g).__module__.startswith("torch"))
+            if type(g).__module__.startswith("torch") and g.is_cuda:
+                f = f.to(g.device)
+        g_host, _ = _host_view(g, "g")
+        f_host, write_back = _host_view(f, "f")
+        bpf(self.core_geometry(), self.core_volume(), g_host, out=f_host,
+            fov_radius=self._fov_radius(), offset_scan=bool(self._offset_scan))
+        write_back()
+        return f
+
+    # ---------------------------------------------------------- dictionary denoising
+    def DictionaryDenoising(self, f, dictionary, sparsityThreshold=8, epsilon=0.0):
+        """Denoise ``f`` in place by a sparse representation of its patches over a
+        dictionary (orthogonal matching pursuit on every overlapping patch, averaged);
+        returns ``f``.
+
+        f : any 3-D (or 2-D) float32 array, e.g. a volume (numZ, numY, numX); NumPy or
+            torch (CUDA tensors go through the host). It need not match the geometry.
+        dictionary : (numElements, N_1, N_2, N_3) array of patches, axes in ``f``'s order
+            (N_1 = 1: 2-D patches within each slice); see :mod:`leap.dictionaries`
+            (upstream's ``generateDictionary``) for ready-made ones.
+        sparsityThreshold : int, the most dictionary elements used per patch
+            (1..numElements).
+        epsilon : float ≥ 0, relative residual: a patch x is represented once
+            ‖x − approximation‖² < epsilon·‖x‖² (larger denoises more; 0: always
+            sparsityThreshold elements).
+
+        See :func:`leap.dictionary_denoising.dictionary_denoise` for the algorithm.
+        """
+        from .dictionary_denoising import dictionary_denoise
+        host, write_back = _host_view(f, "f")
+        dictionary_denoise(host, dictionary, sparsityThreshold, epsilon)
+        write_back()
+        return f

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -211,36 +212,13 @@ def _angles_index(angles, beta):
     return np.interp(beta, a, idx)
 
 
-def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
-    """Rebin fan-beam data to parallel-beam or cone-beam data to cone-parallel, in place.
-
-    Parameters
-    ----------
-    geometry : FanBeam or ConeBeam (flat or curved, circular or helical, untilted)
-    g : (num_angles, num_rows, num_cols) float32
-        Overwritten with the rebinned data. Scans shorter than a full turn (and helical
-        scans) lose the views whose rays were not all measured: the first
-        ``new.num_angles`` views hold the result, the rest are zeroed.
-    order : int
-        Lagrange interpolation order (even, 2..6; odd values are rounded up).
-
-    Returns
-    -------
-    new_geometry : ParallelBeam (from fan) or ConeParallelBeam (from cone), with
-        ``sod`` → √(sod² + τ²), τ → 0, ``pixel_width`` → pixel_width·√(sod² + τ²)/sdd (the
-        column spacing at the axis), a flat detector and the same ``center_col``.
-    g : the rebinned array (the same object).
-    """
-    if not isinstance(geometry, (FanBeam, ConeBeam)):
-        raise ValueError("rebin_parallel needs fan-beam or cone-beam data, got "
-                         f"{type(geometry).__name__}")
-    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
-        raise ValueError("rebin_parallel does not handle a tilted detector (tiltAngle != 0)")
-    _check_projections(geometry, g)
+def _fan_to_parallel_plan(geometry, na, nc, order, name, stacklevel):
+    """What fan→parallel rebinning of ``na`` views × ``nc`` columns needs (upstream's
+    ``src/rebin.cpp``): interpolation order, angular step and start (radians), whether
+    views wrap around (full scans) or are cut to the fully measured ones (``n_new``
+    views from ``phi0_new``), the orbit radius R = √(sod² + τ²), the fan-angle column
+    coordinates ``u`` and the parallel column spacing ``T_s`` and start ``s0``."""
     d = geometry.detector
-    if d.num_cols <= 2:
-        raise ValueError("rebin_parallel needs at least three detector columns")
-    na, nr, nc = g.shape
     order = _order(order)
     phis = geometry.angles
     if na >= 2:
@@ -250,11 +228,11 @@ def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
         equi = True
     if not equi and order > 2:
         warnings.warn("non-equispaced angles can only be rebinned with linear interpolation; "
-                      "using order 2", RuntimeWarning, stacklevel=3)
+                      "using order 2", RuntimeWarning, stacklevel=stacklevel)
         order = 2
     T_phi = float((phis[-1] - phis[0]) / (na - 1)) if na >= 2 else 0.0
     if T_phi == 0.0:
-        raise ValueError("rebin_parallel needs at least two distinct view angles")
+        raise ValueError(f"{name} needs at least two distinct view angles")
     phi0 = float(phis[0])
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
     rng = abs(math.degrees(abs(phis[-1] - phis[0]) + 0.5 * abs(phis[-1] - phis[-2])
@@ -294,6 +272,47 @@ def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
                              "rays measured")
     beta_min = min(phi0, T_phi * (na - 1) + phi0)
     beta_max = max(phi0, T_phi * (na - 1) + phi0)
+    return SimpleNamespace(order=order, phis=phis, T_phi=T_phi, phi0=phi0, wrap=wrap, R=R,
+                           atan_A=atan_A, asin_tau=asin_tau, sdd=sdd, cols=cols, u=u, T_u=T_u,
+                           u0=u0, T_s=T_s, s0=s0, n_new=n_new, phi0_new=phi0_new,
+                           beta_min=beta_min, beta_max=beta_max)
+
+
+def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
+    """Rebin fan-beam data to parallel-beam or cone-beam data to cone-parallel, in place.
+
+    Parameters
+    ----------
+    geometry : FanBeam or ConeBeam (flat or curved, circular or helical, untilted)
+    g : (num_angles, num_rows, num_cols) float32
+        Overwritten with the rebinned data. Scans shorter than a full turn (and helical
+        scans) lose the views whose rays were not all measured: the first
+        ``new.num_angles`` views hold the result, the rest are zeroed.
+    order : int
+        Lagrange interpolation order (even, 2..6; odd values are rounded up).
+
+    Returns
+    -------
+    new_geometry : ParallelBeam (from fan) or ConeParallelBeam (from cone), with
+        ``sod`` → √(sod² + τ²), τ → 0, ``pixel_width`` → pixel_width·√(sod² + τ²)/sdd (the
+        column spacing at the axis), a flat detector and the same ``center_col``.
+    g : the rebinned array (the same object).
+    """
+    if not isinstance(geometry, (FanBeam, ConeBeam)):
+        raise ValueError("rebin_parallel needs fan-beam or cone-beam data, got "
+                         f"{type(geometry).__name__}")
+    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
+        raise ValueError("rebin_parallel does not handle a tilted detector (tiltAngle != 0)")
+    _check_projections(geometry, g)
+    d = geometry.detector
+    if d.num_cols <= 2:
+        raise ValueError("rebin_parallel needs at least three detector columns")
+    na, nr, nc = g.shape
+    p = _fan_to_parallel_plan(geometry, na, nc, order, "rebin_parallel", 4)
+    order, phis, T_phi, phi0, wrap = p.order, p.phis, p.T_phi, p.phi0, p.wrap
+    R, atan_A, asin_tau, sdd, cols = p.R, p.atan_A, p.asin_tau, p.sdd, p.cols
+    u, T_u, u0, T_s, s0 = p.u, p.T_u, p.u0, p.T_s, p.s0
+    n_new, phi0_new, beta_min, beta_max = p.n_new, p.phi0_new, p.beta_min, p.beta_max
 
     work = g.astype(np.float64)
     if isinstance(geometry, ConeBeam) and not d.curved and nr > 1:
@@ -330,3 +349,107 @@ def rebin_parallel(geometry, g: np.ndarray, order: int = 6):
     return ConeParallelBeam(detector=det, angles=new_angles, sod=R, sdd=sdd, tau=0.0,
                             helical_pitch=geometry.helical_pitch,
                             helical_mid_angle=geometry.helical_mid_angle), g
+
+
+def rebin_parallel_sinogram(geometry, g: np.ndarray, order: int = 6, row: int = -1,
+                            offset_scan: bool = False):
+    """One detector row of fan- or cone-beam data rebinned to a parallel-beam sinogram
+    (upstream's ``rebin_parallel_sinogram``, used for geometric calibration); ``g`` and
+    the geometry are not changed.
+
+    Parameters
+    ----------
+    geometry : FanBeam or ConeBeam (flat or curved, circular or helical, tilted or not)
+    g : (num_angles, num_rows, num_cols) float32
+    order : int
+        Lagrange interpolation order (even, 2..6; odd values are rounded up).
+    row : int
+        The detector row; out of [0, num_rows) (e.g. −1): the row nearest ``center_row``.
+        Flat cone-beam data are first resampled along the columns of the detector to the
+        cone-parallel row coordinate v·√(1 + u²) (and, for a tilted detector, to the
+        untilted row), as :func:`rebin_parallel` does, at this row.
+    offset_scan : bool
+        Offset-detector full scan (``set_offsetScan(True)``): the missing half of each
+        parallel view is taken from the conjugate view 180° later, giving views over
+        180° of a detector twice as wide, centred on the axis.
+
+    Returns
+    -------
+    sinogram : float32, (num_angles, num_cols) — parallel view φ_i = φ_0 + i·T_φ at
+        lateral positions s_k = (k − center_col)·pixel_width·R/sdd, R = √(sod² + τ²);
+        short and helical scans keep only the views whose rays were all measured (the
+        first rows, the others zero, as upstream) — or, for an offset scan, float32
+        (num_angles // 2, 2·num_cols) at s_k = (k − (2·num_cols − 1)/2)·pixel_width·R/sdd.
+    """
+    if not isinstance(geometry, (FanBeam, ConeBeam)):
+        raise ValueError("rebin_parallel_sinogram needs fan-beam or cone-beam data, got "
+                         f"{type(geometry).__name__}")
+    if not isinstance(g, np.ndarray) or g.dtype != np.float32:
+        raise TypeError("g must be a float32 numpy.ndarray of shape "
+                        f"{geometry.projection_shape}")
+    if g.shape != geometry.projection_shape:
+        raise ValueError(f"g must have shape {geometry.projection_shape}, got {g.shape}")
+    if isinstance(row, bool) or int(row) != row:
+        raise TypeError(f"iRow must be an integer, got {row!r}")
+    d = geometry.detector
+    if d.num_cols <= 2:
+        raise ValueError("rebin_parallel_sinogram needs at least three detector columns")
+    na, nr, nc = g.shape
+    row = int(row)
+    if not 0 <= row < nr:
+        row = max(0, min(nr - 1, math.floor(0.5 + d.center_row)))
+    p = _fan_to_parallel_plan(geometry, na, nc, order, "rebin_parallel_sinogram", 4)
+    n_add, pad_left = 0, False
+    if offset_scan and not (isinstance(geometry, ConeBeam) and geometry.is_helical):
+        from .weights import offset_scan_layout
+        _, first, n_add = offset_scan_layout(geometry)
+        pad_left = first > 0
+
+    if isinstance(geometry, ConeBeam) and not d.curved and nr > 1:
+        # Cone-parallel rows: at column k the wanted row coordinate is the (untilted)
+        # row's v times √(1 + u_k²); interpolate it along each detector column.
+        T_v = d.pixel_height / p.sdd
+        v_row = (row - d.center_row) * T_v
+        v0 = -d.center_row * T_v
+        u_c = p.T_u * (p.cols - 0.5 * (nc - 1))
+        v_c = T_v * (row - 0.5 * (nr - 1))
+        ct, st = math.cos(geometry.tilt), math.sin(geometry.tilt)
+        v_new = (-st * u_c + ct * v_c + v_row - v_c) * np.sqrt(1.0 + p.u * p.u)
+        first, _, W = _stencils((v_new - v0) / T_v, nr, p.order, n_bound=nc,
+                                closest_fallback=True)
+        sino = np.zeros((na, nc))
+        for l in range(6):
+            rows = np.clip(first + l, 0, nr - 1)    # upstream clamps stencil rows
+            sino += W[:, l] * g[:, rows, np.arange(nc)].astype(np.float64)
+    else:
+        sino = g[:, row, :].astype(np.float64)
+
+    n_views, n_s, s0 = p.n_new, nc, p.s0
+    if n_add > 0:
+        n_views, n_s = na // 2, 2 * nc
+        s0 = -0.5 * (n_s - 1) * p.T_s
+    phi = p.phi0_new + p.T_phi * np.arange(n_views, dtype=np.float64)[:, None]
+    s = np.broadcast_to(s0 + p.T_s * np.arange(n_s, dtype=np.float64)[None, :], (n_views, n_s))
+    alpha = np.arcsin(s / p.R) + p.asin_tau
+    beta = phi + alpha
+    if n_add > 0:
+        # Rays off the measured side: the same line seen from the view 180° later.
+        lateral = alpha if d.curved else np.tan(alpha)
+        missing = (lateral < p.u0) if pad_left else (lateral > p.u[-1])
+        alpha_c = np.arcsin(-s / p.R) + p.asin_tau
+        alpha = np.where(missing, alpha_c, alpha)
+        beta = np.where(missing, phi + alpha_c + math.pi, beta)
+    alpha, beta = source_views(alpha, beta, p.wrap, p.atan_A, p.beta_min, p.beta_max)
+    lateral = alpha if d.curved else np.tan(alpha)
+    view_pos = _angles_index(p.phis, beta.astype(np.float32).astype(np.float64))
+    col_pos = (lateral - p.u0) / p.T_u
+    vals = gather_view_column(sino, view_pos, col_pos, p.order)
+    if n_add > 0:
+        return vals.astype(np.float32)
+    out = np.zeros((na, nc), dtype=np.float32)
+    out[:n_views] = vals
+    if n_views < na:
+        warnings.warn(f"rebin_parallel_sinogram: only the first {n_views} of {na} views are "
+                      "fully measured; the other rows of the sinogram are zero",
+                      RuntimeWarning, stacklevel=3)
+    return out

@@ -74,7 +74,21 @@ def huber(t, delta, p=1.2):
     a = xp.abs(t)
     slope = delta ** (2.0 - p) / p
     shift = delta * delta * (0.5 - 1.0 / p)
-    return xp.where(a <= delta, 0.5 * t * t, slope * a ** p + shift)
+    shape = getattr(t, "shape", ())
+    a = a.reshape(-1)                   # 1-D even for a scalar, so ``out=`` works
+    inside = a <= delta
+    big = xp.maximum(a, delta)          # a new array, worked in place below
+    if p != 1.0:
+        # exp(p log a): several times faster than a ** p on NumPy float32 arrays (the
+        # cost is evaluated in ASD-POCS's line search, once or twice per TV step).
+        xp.log(big, out=big)
+        big *= p
+        xp.exp(big, out=big)
+    big *= slope
+    big += shift
+    a = a * a
+    a *= 0.5
+    return xp.where(inside, a, big).reshape(shape)
 
 
 def huber_curvature(t, delta, p=1.2):
@@ -136,6 +150,18 @@ def _pair_slices(offset, shape):
     return tuple(A), tuple(B)
 
 
+def _check_input(name, x):
+    """Raise a clear TypeError/ValueError naming ``name`` unless ``x`` is a numeric 2-D
+    or 3-D array (NumPy, or CuPy on the GPU)."""
+    if not (hasattr(x, "shape") and hasattr(x, "dtype")) or isinstance(x, np.generic):
+        got = "None" if x is None else type(x).__name__
+        raise TypeError(f"{name} must be a 2-D or 3-D array (NumPy or CuPy), got {got}")
+    if np.dtype(x.dtype).kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {x.dtype}")
+    if x.ndim not in (2, 3):
+        raise ValueError(f"{name} must be a 2-D or 3-D array, got shape {tuple(x.shape)}")
+
+
 def _as3d(f):
     if f.ndim == 3:
         return f
@@ -155,6 +181,7 @@ def _pairs(f, neighbors):
 # ------------------------------------------------------------------------ TV
 def tv_cost(f, delta, beta=1.0, p=1.2, *, neighbors=26) -> float:
     """R(f) = β Σ_pairs w_ij h(f_i − f_j) (see the module docstring); a Python float."""
+    _check_input("f", f)
     xp = array_namespace(f)
     total = 0.0
     for w, A, B, f3 in _pairs(f, neighbors):
@@ -164,6 +191,7 @@ def tv_cost(f, delta, beta=1.0, p=1.2, *, neighbors=26) -> float:
 
 def tv_gradient(f, delta, beta=1.0, p=1.2, *, neighbors=26, out=None):
     """∇R(f), an array of f's shape and dtype (written into ``out`` when given)."""
+    _check_input("f", f)
     xp = array_namespace(f, out)
     g = xp.zeros(_as3d(f).shape, dtype=f.dtype)
     for w, A, B, f3 in _pairs(f, neighbors):
@@ -184,6 +212,8 @@ def tv_quad_form(f, d, delta, beta=1.0, p=1.2, *, neighbors=26) -> float:
     ``<∇R(f), d> / tv_quad_form(f, d)`` is the step along −d that minimises the
     surrogate, which majorises R on that line.
     """
+    _check_input("f", f)
+    _check_input("d", d)
     xp = array_namespace(f, d)
     if tuple(d.shape) != tuple(f.shape):
         raise ValueError(f"d must have f's shape {tuple(f.shape)}, got {tuple(d.shape)}")
@@ -204,6 +234,7 @@ def tv_diffuse(f, delta, num_iter, p=1.2, *, neighbors=26, out=None):
 
     Returns a new array (or fills ``out``, which may be ``f`` itself).
     """
+    _check_input("f", f)
     xp = array_namespace(f, out)
     x = xp.array(f, dtype=f.dtype, copy=True) if out is None else out
     if out is not None and out is not f:
@@ -230,6 +261,7 @@ def tv_denoise(f, delta, beta, num_iter, p=1.2, *, neighbors=26, mean_over_first
 
     Returns a new array (or fills ``out``, which may be ``f`` itself).
     """
+    _check_input("f", f)
     xp = array_namespace(f, out)
     f0 = xp.array(f, dtype=f.dtype, copy=True)
     x = f0.copy() if out is None else out
@@ -271,7 +303,11 @@ class TotalVariation:
                 f"neighbors={self.neighbors})")
 
     def _x(self, f):
-        return f if self.f0 is None else f - self.f0
+        if self.f0 is None:
+            return f
+        from .algorithms._array import check_no_overlap
+        check_no_overlap("f", f, f0=self.f0)        # else f − f0 = 0 whatever f is
+        return f - self.f0
 
     def cost(self, f) -> float:
         return tv_cost(self._x(f), self.delta, self.beta, self.p, neighbors=self.neighbors)
@@ -287,7 +323,7 @@ class TotalVariation:
         """One TV diffusion step on ``f`` in place; returns ``f``."""
         if self.f0 is None:
             return tv_diffuse(f, self.delta, 1, self.p, neighbors=self.neighbors, out=f)
-        x = tv_diffuse(f - self.f0, self.delta, 1, self.p, neighbors=self.neighbors)
+        x = tv_diffuse(self._x(f), self.delta, 1, self.p, neighbors=self.neighbors)
         f[...] = x + self.f0
         return f
 
@@ -337,6 +373,7 @@ def blur(f, fwhm=2.0, *, num_dims=3, out=None):
     at half maximum ``fwhm`` voxels, edges extended by replication. ``num_dims`` = 2
     filters each slice f[k] only (``BlurFilter2D``). Returns a new array (or fills
     ``out``)."""
+    _check_input("f", f)
     xp = array_namespace(f, out)
     f3 = _as3d(f)
     axes = _axes(num_dims)
@@ -356,6 +393,7 @@ def blur(f, fwhm=2.0, *, num_dims=3, out=None):
 def blur_adjoint(y, fwhm=2.0, *, num_dims=3):
     """The exact transpose of :func:`blur` (it differs from :func:`blur` only near the
     edges, where replication folds weight back onto the edge voxels)."""
+    _check_input("y", y)
     xp = array_namespace(y)
     y3 = _as3d(y)
     axes = _axes(num_dims)
@@ -379,6 +417,7 @@ def blur_adjoint(y, fwhm=2.0, *, num_dims=3):
 
 def high_pass(f, fwhm=2.0, *, num_dims=3, out=None):
     """LEAP's ``HighPassFilter``: ``f − blur(f)``."""
+    _check_input("f", f)
     res = f - blur(f, fwhm, num_dims=num_dims)
     if out is None:
         return res
@@ -391,6 +430,7 @@ def median(f, threshold=0.0, window_size=3, *, num_dims=3, out=None):
     window when ``|value − median| ≥ threshold·|median|`` (``threshold`` = 0: a plain
     median filter). Windows: 3×3×3 or 3×5×5 (3-D), or w×w in each slice (2-D, w = 3,
     5 or 7); edges replicated."""
+    _check_input("f", f)
     xp = array_namespace(f, out)
     w = int(window_size)
     if num_dims == 3:
@@ -418,6 +458,7 @@ def bilateral(f, spatial_fwhm, intensity_fwhm, *, prior=None, scale=1.0, out=Non
     voxels) whose weights also fall off with the intensity difference (intensity FWHM
     in value units) measured on ``prior`` (default: ``blur(f, scale)``, i.e. ``f`` for
     ``scale`` ≤ 1). Edges replicated."""
+    _check_input("f", f)
     xp = array_namespace(f, prior, out)
     f3 = _as3d(f)
     sig_s = float(spatial_fwhm) / (2.0 * math.sqrt(2.0 * math.log(2.0)))
@@ -426,6 +467,10 @@ def bilateral(f, spatial_fwhm, intensity_fwhm, *, prior=None, scale=1.0, out=Non
         raise ValueError("spatial_fwhm and intensity_fwhm must be positive")
     if prior is None:
         prior = blur(f, scale) if scale > 1.0 else f
+    elif tuple(prior.shape) != tuple(f.shape):
+        raise ValueError(f"prior must have f's shape {tuple(f.shape)}, got {tuple(prior.shape)}")
+    # The result is built in new arrays and written to ``out`` last, so ``prior`` (or
+    # ``f``) may share memory with ``out``: PriorBilateralFilter(f, ..., prior=f) is safe.
     p3 = _as3d(prior)
     R = max(1, int(math.ceil(float(spatial_fwhm))))
     pad = [(R, R) if n > 1 else (0, 0) for n in f3.shape]
@@ -457,6 +502,7 @@ def guided(f, r, epsilon, num_iter=1, *, out=None):
     the local linear fit a·f + b with a = var/(var + ε), averaged over the boxes that
     contain a voxel; ``epsilon`` (value units²) sets the smoothing. Repeated
     ``num_iter`` times."""
+    _check_input("f", f)
     xp = array_namespace(f, out)
     nd = _ndimage(xp)
     r = int(r)

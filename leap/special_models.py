@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
+from . import _validate, operators
 from . import arrays as _arrays
-from . import operators
 from .algorithms.operator import CTOperator
 from .filters import _spatial_kernel, fft_length, filter_rows, ramp_response
 from .geometry import ConeBeam, ParallelBeam, Volume
@@ -79,8 +79,8 @@ def symmetric_project(geometry, volume: Volume, f, axis_deg: float, out=None):
     axis tilted by ``axis_deg`` degrees. Returns (or fills) ``out``."""
     _numpy_only("the symmetric-object projector", f, out)
     args = _symmetric_args(geometry, volume, axis_deg)
-    operators._check_array("f", f, volume.shape)
-    g = operators._check_out("g", out, geometry.projection_shape, f)
+    _validate.check_array("f", f, volume.shape)
+    g = _validate.check_out("g", out, geometry.projection_shape, f)
     _sym.project(f.reshape(volume.num_z, volume.num_y), g[0], *args)
     return g
 
@@ -89,8 +89,8 @@ def symmetric_backproject(geometry, volume: Volume, g, axis_deg: float, out=None
     """Exact transpose of :func:`symmetric_project`: (1, num_rows, num_cols) → (num_z, num_y, 1)."""
     _numpy_only("the symmetric-object back-projector", g, out)
     args = _symmetric_args(geometry, volume, axis_deg)
-    operators._check_array("g", g, geometry.projection_shape)
-    f = operators._check_out("f", out, volume.shape, g)
+    _validate.check_array("g", g, geometry.projection_shape)
+    f = _validate.check_out("f", out, volume.shape, g)
     _sym.backproject(g[0], f.reshape(volume.num_z, volume.num_y), *args)
     return f
 
@@ -108,8 +108,8 @@ def symmetric_fbp(geometry, volume: Volume, g, axis_deg: float, out=None, *, ram
     """
     _numpy_only("the symmetric-object FBP", g, out)
     args = _symmetric_args(geometry, volume, axis_deg)
-    operators._check_array("g", g, geometry.projection_shape)
-    f = operators._check_out("f", out, volume.shape, g)
+    _validate.check_array("g", g, geometry.projection_shape)
+    f = _validate.check_out("f", out, volume.shape, g)
     kind, u0, Tu, v0, Tv = args[:5]
     d = geometry.detector
     nr, nc = d.num_rows, d.num_cols
@@ -213,8 +213,8 @@ def attenuated_project(geometry, volume: Volume, f, atten: AttenuationMap, out=N
     """Attenuated projection (num_angles, num_rows, num_cols) of f (num_z, num_y, num_x)."""
     _numpy_only("the attenuated projector", f, out)
     _check_parallel(geometry, "the attenuated Radon transform")
-    operators._check_array("f", f, volume.shape)
-    g = operators._check_out("g", out, geometry.projection_shape, f)
+    _validate.check_array("f", f, volume.shape)
+    g = _validate.check_out("g", out, geometry.projection_shape, f)
     for k in range(geometry.num_angles):
         fa = (f * atten.factors(volume, geometry.angles[k])).astype(np.float32)
         operators.project(geometry[k:k + 1], volume, fa, out=g[k:k + 1], fov_radius=fov_radius)
@@ -226,8 +226,8 @@ def attenuated_backproject(geometry, volume: Volume, g, atten: AttenuationMap, o
     """Exact transpose of :func:`attenuated_project` (``sign=-1`` flips μ's sign)."""
     _numpy_only("the attenuated back-projector", g, out)
     _check_parallel(geometry, "the attenuated Radon transform")
-    operators._check_array("g", g, geometry.projection_shape)
-    f = operators._check_out("f", out, volume.shape, g)
+    _validate.check_array("g", g, geometry.projection_shape)
+    f = _validate.check_out("f", out, volume.shape, g)
     acc = np.zeros(volume.shape)
     tmp = np.empty(volume.shape, dtype=np.float32)
     for k in range(geometry.num_angles):
@@ -257,8 +257,8 @@ def attenuated_fbp(geometry, volume: Volume, g, atten: AttenuationMap, out=None,
     _numpy_only("the attenuated FBP", g, out)
     _check_parallel(geometry, "FBP of the attenuated Radon transform")
     _check_full_scan(geometry)
-    operators._check_array("g", g, geometry.projection_shape)
-    f = operators._check_out("f", out, volume.shape, g)
+    _validate.check_array("g", g, geometry.projection_shape)
+    f = _validate.check_out("f", out, volume.shape, g)
     d = geometry.detector
     nc = d.num_cols
     u = (np.arange(nc) - d.center_col) * d.pixel_width

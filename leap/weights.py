@@ -22,24 +22,24 @@ FULL_SCAN_DEGREES = 359.9999
 
 def angular_step(geometry) -> float:
     """Mean signed angular step T_φ in radians, ``(ψ_last − ψ_first)/(N − 1)``."""
-    a = modular_angles(geometry) if isinstance(geometry, ModularBeam) else geometry.angles
+    a = geometry.view_angles()
     if a.size < 2:
         raise ValueError("filtered back-projection needs at least two views")
     return float((a[-1] - a[0]) / (a.size - 1))
 
 
-def modular_angles(geometry: ModularBeam) -> np.ndarray:
-    """View angles ψ (radians, unwrapped) of a modular geometry, from source − detector."""
-    d = geometry.source_positions - geometry.module_centers
-    return np.unwrap(np.arctan2(d[:, 1], d[:, 0])) + 0.5 * np.pi
-
-
-def angular_range_degrees(angles: np.ndarray) -> float:
-    """LEAP's angular range: span plus half of the first and last steps, degrees."""
-    a = np.rad2deg(np.asarray(angles, dtype=np.float64))
+def angular_range(degrees: np.ndarray) -> float:
+    """LEAP's angular range of view angles given in degrees: the span plus half of the
+    first and last steps, degrees (0 for one view)."""
+    a = np.asarray(degrees, dtype=np.float64)
     if a.size < 2:
         return 0.0
     return float(abs(a[-1] - a[0]) + 0.5 * abs(a[-1] - a[-2]) + 0.5 * abs(a[1] - a[0]))
+
+
+def angular_range_degrees(angles: np.ndarray) -> float:
+    """:func:`angular_range` of view angles given in radians, degrees."""
+    return angular_range(np.rad2deg(np.asarray(angles, dtype=np.float64)))
 
 
 def _uv(geometry):
@@ -58,32 +58,6 @@ def _uv(geometry):
     return u[None, None, :], v[None, :, None]
 
 
-def modular_uv(geometry: ModularBeam):
-    """Per-view normalised coordinates (na, 1, nc) and (na, nr, 1) of every pixel,
-    measured from the foot of the source's perpendicular on the module."""
-    d = geometry.detector
-    normal = np.cross(geometry.col_vectors, geometry.row_vectors)
-    sdd = np.sum((geometry.module_centers - geometry.source_positions) * normal, axis=1)
-    foot = geometry.source_positions + sdd[:, None] * normal
-    off = geometry.module_centers - foot
-    u0 = np.sum(off * geometry.col_vectors, axis=1)
-    v0 = np.sum(off * geometry.row_vectors, axis=1)
-    i = (np.arange(d.num_cols) - 0.5 * (d.num_cols - 1)) * d.pixel_width
-    j = (np.arange(d.num_rows) - 0.5 * (d.num_rows - 1)) * d.pixel_height
-    sdd = np.abs(sdd)
-    u = (u0[:, None] + i[None, :]) / sdd[:, None]
-    v = (v0[:, None] + j[None, :]) / sdd[:, None]
-    return u[:, None, :], v[:, :, None]
-
-
-def mean_distances(geometry: ModularBeam) -> tuple[float, float]:
-    """Mean source-to-axis and source-to-detector distances of a modular geometry, mm."""
-    normal = np.cross(geometry.col_vectors, geometry.row_vectors)
-    sod = np.abs(np.sum(geometry.source_positions * normal, axis=1))
-    sdd = np.abs(np.sum((geometry.source_positions - geometry.module_centers) * normal, axis=1))
-    return float(np.mean(sod)), float(np.mean(sdd))
-
-
 def cosine_weights(geometry):
     """Pre- and post-filter weights ``(pre, post)``; None for parallel beams.
 
@@ -91,7 +65,7 @@ def cosine_weights(geometry):
     fan (curved): pre = cos u + (τ/sod) sin u,       post = 1
     cone (flat):  pre = (1 + τu/sod)/√(1+u²+v²),     post = 1/√(1+u²+v²)
     cone (curved): pre = (cos u + (τ/sod) sin u)/√(1+v²), post = 1/√(1+v²)
-    modular: as flat cone, with τ = 0, per view.
+    modular: as flat cone, per view (:meth:`ModularBeam.axial_terms`).
     cone-parallel: pre = post = 1/√(1+v²) (columns are already parallel; no τ term).
     """
     if isinstance(geometry, ParallelBeam):
@@ -102,9 +76,10 @@ def cosine_weights(geometry):
         w = (1.0 / np.sqrt(1.0 + v * v))[None, :, None]
         return w, w
     if isinstance(geometry, ModularBeam):
-        u, v = modular_uv(geometry)
+        t = geometry.axial_terms()
+        u, v = t.u[:, None, :], t.v[:, :, None]
         w = 1.0 / np.sqrt(1.0 + u * u + v * v)
-        return w, w
+        return w * (1.0 + (t.tau / t.sod)[:, None, None] * u), w
     u, v = _uv(geometry)
     k = geometry.tau / geometry.sod
     curved = geometry.detector.curved
@@ -121,17 +96,28 @@ def cosine_weights(geometry):
 
 
 def _fan_angles(geometry):
-    """In-plane fan angle of every column relative to the ray through the axis, (nc,)."""
+    """In-plane fan angles of the columns and the fan angle of the ray through the axis:
+    ``(fan, gamma)``, fan (k, nc) and gamma (k, 1) with k = 1, or k = num_angles for
+    modular beams (one cone-beam view each, :meth:`ModularBeam.axial_terms`)."""
+    if isinstance(geometry, ModularBeam):
+        t = geometry.axial_terms()
+        return np.arctan(t.u), np.arctan2(t.tau, t.sod)[:, None]
     u, _ = _uv(geometry)
-    u = u.ravel()
+    u = u.reshape(1, -1)
     gamma = math.asin(geometry.tau / math.hypot(geometry.sod, geometry.tau))
-    return (u if geometry.detector.curved else np.arctan(u)), gamma
+    return (u if geometry.detector.curved else np.arctan(u)), np.full((1, 1), gamma)
 
 
 def parker_weights(geometry) -> np.ndarray | None:
     """Short-scan weights, (na, 1, nc) for divergent beams, (na, 1, 1) for parallel; None
-    for full scans."""
-    angles = geometry.angles
+    for full scans.
+
+    Divergent beams (Parker): with β the angle turned since the first view and α the
+    angle between a ray and the line from the source through the axis, the weight is a
+    sin² ramp for β < 2(δ + α), 1 up to β = π + 2α, a cos² ramp to β = π + 2δ and 0
+    after (δ = (range − π)/2). Modular beams use each view's own α.
+    """
+    angles = geometry.view_angles()
     rng = math.radians(angular_range_degrees(angles))
     if angles.size < 2 or math.degrees(rng) >= FULL_SCAN_DEGREES:
         return None
@@ -151,15 +137,17 @@ def parker_weights(geometry) -> np.ndarray | None:
         total = np.sum(np.where(off < aT, 1.0 - off / aT, 0.0), axis=1)
         return (1.0 / total)[:, None, None]
     fan, gamma = _fan_angles(geometry)
-    alpha_max = min(abs(fan[0] - gamma), abs(fan[-1] - gamma))
+    # The narrowest side of the fan sets the short-scan range (the widest view for
+    # modular beams, as LEAP).
+    alpha_max = float(np.max(np.minimum(np.abs(fan[:, 0] - gamma[:, 0]),
+                                        np.abs(fan[:, -1] - gamma[:, 0]))))
     if rng < math.pi + 2.0 * alpha_max:
         warnings.warn(f"the scan covers {math.degrees(rng):.2f} degrees, less than a short scan "
                       f"(180 + fan angle = {math.degrees(math.pi + 2 * alpha_max):.2f} degrees): "
                       "no short-scan weighting is applied", RuntimeWarning, stacklevel=3)
         return None
     thres = max(0.0, 0.5 * (rng - math.pi))
-    alpha = (math.copysign(1.0, T) * fan - gamma)[None, :]
-    w = np.zeros((angles.size, fan.size))
+    alpha = math.copysign(1.0, T) * fan - gamma
     with np.errstate(divide="ignore", invalid="ignore"):
         rise = np.sin(0.25 * np.pi * beta / (thres + alpha)) ** 2
         fall = np.cos(0.25 * np.pi * (beta - 2.0 * alpha - math.pi) / (thres - alpha)) ** 2
@@ -172,7 +160,7 @@ def parker_weights(geometry) -> np.ndarray | None:
 def view_weights(geometry, *, helical: bool = False) -> np.ndarray:
     """Per-view weights (na, 1, 1): non-equispaced step correction and, for scans of
     360° or more (not helical), the redundancy weight (½ for exactly 360°)."""
-    angles = modular_angles(geometry) if isinstance(geometry, ModularBeam) else geometry.angles
+    angles = geometry.view_angles()
     n = angles.size
     T = angular_step(geometry)
     aT = abs(T)
@@ -207,7 +195,7 @@ def fbp_scale(geometry, volume) -> float:
     if isinstance(geometry, ParallelBeam):
         return base
     if isinstance(geometry, ModularBeam):
-        sod, sdd = mean_distances(geometry)
+        sod, sdd = geometry.mean_distances()
         return base * (sod / sdd) ** 2
     m = geometry.sod / geometry.sdd
     if isinstance(geometry, ConeParallelBeam):
@@ -215,41 +203,96 @@ def fbp_scale(geometry, volume) -> float:
     return base * m * (m if isinstance(geometry, ConeBeam) else 1.0)
 
 
-def _offset_geometry_terms(geometry):
-    """Signed ray distance from the axis per column, the overlap half-width delta, the
-    side to pad, and the columns to add (LEAP's offset-scan rules)."""
+#: Most columns an offset-scan detector may be padded with, in multiples of its width. A
+#: detector that reaches across the axis needs about its own width at most (mirroring
+#: the long side); far more means a mis-set centerCol or tau, and memory without bound.
+MAX_OFFSET_PADDING = 4
+
+
+def _divergent_columns(geometry):
+    """Fan angles a (k, nc) of the columns, increasing with the column index, sod (k,),
+    tau (k,) in the same orientation, and ``to_index(angles (k,))``: the fractional
+    column at those fan angles. k = 1, or num_angles for modular beams."""
     d = geometry.detector
-    i = np.arange(d.num_cols, dtype=np.float64)
-    if isinstance(geometry, _PARALLEL_COLUMNS):
-        s = (i - d.center_col) * d.pixel_width
-        dmin, dmax = abs(s[0]), abs(s[-1])
-        r = max(dmin, dmax)
-        to_index = lambda x: x / d.pixel_width + d.center_col       # noqa: E731
-        left = dmin < dmax
-        n_add = math.ceil(abs(to_index(-r))) if left else math.ceil(to_index(r)) - d.num_cols
-        return s, min(dmin, dmax), left, max(0, int(n_add))
-    if not isinstance(geometry, (FanBeam, ConeBeam)):
-        raise ValueError("offset-scan FBP is defined for parallel, fan, cone and cone-parallel beams")
-    sod, sdd, tau = geometry.sod, geometry.sdd, geometry.tau
+    if isinstance(geometry, ModularBeam):
+        if not geometry.axially_aligned:
+            raise ValueError("offset-scan FBP of a modular beam needs an axially aligned scan "
+                             "(row vectors within 5 degrees of +z, sources in one plane)")
+        t = geometry.axial_terms()
+        c = t.orientation[0]
+        if np.any(t.orientation != c):
+            raise ValueError("offset-scan FBP of a modular beam needs every module oriented "
+                             "alike (column vectors all along, or all against, the rotation)")
+        u = c * t.u                                   # index direction again
+        return (np.arctan(u), t.sod, c * t.tau,
+                lambda x: (np.tan(x) - u[:, 0]) * t.sdd / d.pixel_width)
     u, _ = _uv(geometry)
-    u = u.ravel()
+    u = u.reshape(1, -1)
+    sod, tau = np.array([geometry.sod]), np.array([geometry.tau])
     if d.curved:
-        a = u
-        s = sod * np.sin(u) - tau * np.cos(u)
-        to_index = lambda x: x / math.atan(d.pixel_width / sdd) + d.center_col   # noqa: E731
+        return u, sod, tau, lambda x: x / math.atan(d.pixel_width / geometry.sdd) + d.center_col
+    return (np.arctan(u), sod, tau,
+            lambda x: geometry.sdd * np.tan(x) / d.pixel_width + d.center_col)
+
+
+def _offset_geometry_terms(geometry):
+    """LEAP's offset-scan rules: the signed distance s (nc,) of each column's ray from the
+    axis (increasing with the column index; modular beams: the mean over the views),
+    the overlap half-width delta, whether the short side is the left one (before
+    column 0), and the columns to add there."""
+    d = geometry.detector
+    if isinstance(geometry, _PARALLEL_COLUMNS):
+        s = (np.arange(d.num_cols, dtype=np.float64) - d.center_col) * d.pixel_width
+        _check_reaches_across(s)
+        left = abs(s[0]) < abs(s[-1])
+        r = max(abs(s[0]), abs(s[-1]))
+        reach = np.array([(-r if left else r) / d.pixel_width + d.center_col])
+    elif isinstance(geometry, (FanBeam, ConeBeam, ModularBeam)):
+        a, sod, tau, to_index = _divergent_columns(geometry)
+        if np.any(np.abs(tau) >= sod):
+            k = int(np.argmax(np.abs(tau) / sod))
+            raise ValueError(f"offset-scan FBP needs |tau| < sod (the rotation axis between "
+                             f"source and detector); got tau = {tau[k]:.6g} mm, sod = "
+                             f"{sod[k]:.6g} mm")
+        s = np.mean(sod[:, None] * np.sin(a) - tau[:, None] * np.cos(a), axis=0)
+        _check_reaches_across(s)
+        left = abs(s[0]) < abs(s[-1])
+        r = geometry.fov_radius(offset_scan=True)
+        # Fan angle of the ray at distance r on the short side (LEAP's approximation).
+        target = np.arcsin((-r if left else r) / sod) + np.arcsin(tau / sod)
+        if not getattr(d, "curved", False) and np.any(np.abs(target) >= 0.5 * math.pi):
+            _too_much_padding(d.num_cols, None)     # that ray is parallel to a flat panel
+        reach = to_index(target)
     else:
-        a = np.arctan(u)
-        s = (sod * u - tau) / np.sqrt(1.0 + u * u)
-        to_index = lambda x: sdd * math.tan(x) / d.pixel_width + d.center_col     # noqa: E731
-    dmin = abs(sod * math.sin(a[0]) - tau * math.cos(a[0]))
-    dmax = abs(sod * math.sin(a[-1]) - tau * math.cos(a[-1]))
-    r = geometry.fov_radius(offset_scan=True)
-    left = dmin < dmax
+        raise ValueError("offset-scan FBP is defined for parallel, fan, cone, cone-parallel "
+                         "and axially aligned modular beams")
+    # Round up, but not for a thousandth of a column: a reach that lands on a column
+    # (e.g. a centred mirror image) must not gain one from rounding noise (modular
+    # beams' float32 vectors give ±1e-5).
     if left:
-        n_add = math.ceil(abs(to_index(math.asin(-r / sod) + math.asin(tau / sod))))
+        n_add = math.ceil(abs(float(np.min(reach))) - 1e-3)
     else:
-        n_add = math.ceil(to_index(math.asin(r / sod) + math.asin(tau / sod))) - d.num_cols
-    return s, min(dmin, dmax), left, max(0, int(n_add))
+        n_add = math.ceil(float(np.max(reach)) - 1e-3) - d.num_cols
+    n_add = max(0, int(n_add))
+    if n_add > MAX_OFFSET_PADDING * d.num_cols:
+        _too_much_padding(d.num_cols, n_add)
+    return s, min(abs(s[0]), abs(s[-1])), left, n_add
+
+
+def _check_reaches_across(s):
+    """Half-fan reconstruction needs rays on both sides of the axis (s: column distances)."""
+    if not s[0] < 0.0 < s[-1]:
+        raise ValueError("offset-scan FBP (set_offsetScan) needs a detector that reaches across "
+                         f"the rotation axis, but the rays of its first and last columns pass "
+                         f"{s[0]:+.6g} mm and {s[-1]:+.6g} mm from it; check centerCol and tau")
+
+
+def _too_much_padding(num_cols, n_add):
+    """Raise for padding beyond the bound (n_add None: a flat detector cannot reach)."""
+    need = ("an unbounded number of" if n_add is None else f"{n_add}")
+    raise ValueError(f"offset-scan FBP would need {need} extra columns (more than "
+                     f"{MAX_OFFSET_PADDING}× the {num_cols}-column detector) to make the "
+                     "detector symmetric about the rotation axis; check centerCol and tau")
 
 
 def offset_scan_weights(geometry) -> np.ndarray:
@@ -257,11 +300,10 @@ def offset_scan_weights(geometry) -> np.ndarray:
 
     With s the signed distance of a column's ray from the rotation axis and delta the
     half-width of the doubly measured band: w = cos²(π/4·(s − delta)/delta) for
-    |s| ≤ delta, 0 beyond on the short side, 1 on the long side.
+    |s| ≤ delta, 0 beyond on the short side, 1 on the long side. Modular beams: one
+    set of column weights from the views' mean distances (the GPU path takes one too).
     """
     s, delta, left, _ = _offset_geometry_terms(geometry)
-    if delta <= 0:
-        raise ValueError("offset-scan weighting needs a detector that covers the rotation axis")
     w = np.where(s < -delta, 0.0, np.where(s > delta, 1.0,
                                             np.cos(0.25 * np.pi * (s - delta) / delta) ** 2))
     if not left:
@@ -276,16 +318,27 @@ def offset_scan_layout(geometry):
     the short side so the detector is symmetric about the axis, and the index of the
     measured columns' first column in it. Scans shorter than a full turn (less than
     360° − one step) and detectors needing no padding give ``(geometry, 0, 0)``.
+    Raises ValueError for detectors that do not reach across the axis, |tau| ≥ sod, and
+    padding beyond :data:`MAX_OFFSET_PADDING` times the detector width.
     """
-    if angular_range_degrees(geometry.angles) < 360.0 - math.degrees(abs(angular_step(geometry))):
+    full = 360.0 - math.degrees(abs(angular_step(geometry)))
+    if angular_range_degrees(geometry.view_angles()) < full:
         return geometry, 0, 0
     _, _, left, n_add = _offset_geometry_terms(geometry)
     if n_add <= 0:
         return geometry, 0, 0
     d = geometry.detector
-    det = d.with_changes(num_cols=d.num_cols + n_add,
-                         center_col=d.center_col + (n_add if left else 0))
-    return geometry.with_changes(detector=det), (n_add if left else 0), n_add
+    if isinstance(geometry, ModularBeam):
+        # Modules stay centred on their pixel grid: each centre moves half the added
+        # width towards the padded side, so the measured pixels keep their places.
+        shift = (-0.5 if left else 0.5) * n_add * d.pixel_width
+        wider = geometry.with_changes(
+            detector=d.with_changes(num_cols=d.num_cols + n_add, center_col=None),
+            module_centers=geometry.module_centers + shift * geometry.col_vectors)
+    else:
+        wider = geometry.with_changes(detector=d.with_changes(
+            num_cols=d.num_cols + n_add, center_col=d.center_col + (n_add if left else 0)))
+    return wider, (n_add if left else 0), n_add
 
 
 def offset_scan_padding(geometry, g: np.ndarray):

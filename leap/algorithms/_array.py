@@ -6,7 +6,12 @@ both. CuPy is imported only when a CuPy array is given; importing leap never doe
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+# numpy >= 1.25 moved the exception to numpy.exceptions.
+_TooHardError = getattr(getattr(np, "exceptions", np), "TooHardError")
 
 
 def array_namespace(*arrays):
@@ -81,6 +86,104 @@ def check_writable(name, x):
     flags = getattr(x, "flags", None)
     if flags is not None and hasattr(flags, "writeable") and not flags.writeable:
         raise ValueError(f"{name} is read-only; the algorithms update it in place")
+
+
+def is_array(x) -> bool:
+    """Whether ``x`` is an array the algorithms take: a NumPy array or a CUDA array
+    (CuPy, torch CUDA tensor, Numba device array, ``__cuda_array_interface__``)."""
+    if x is None or not hasattr(x, "shape"):
+        return False
+    try:
+        _kind(x)
+    except TypeError:
+        return False
+    return True
+
+
+def check_array_argument(name, x, expected):
+    """Raise a TypeError naming ``name`` unless ``x`` is an array the algorithms take.
+
+    ``expected`` describes what was wanted, e.g. ``"the volume (a float32 array of
+    shape (nz, ny, nx))"``. Catches lists, scalars and None at the entry point,
+    before they fail deep inside the numerics.
+    """
+    if not is_array(x):
+        got = "None" if x is None else type(x).__name__
+        raise TypeError(f"{name} must be {expected}: a NumPy array or a CUDA array (CuPy, "
+                        f"torch CUDA tensor, Numba device array), got {got}")
+
+
+def _byte_bounds(x):
+    """``[lo, hi)`` device/host byte addresses an array's elements span (CuPy)."""
+    ptr = int(x.data.ptr)
+    lo = hi = ptr
+    for n, s in zip(x.shape, x.strides):
+        if n > 1:
+            if s < 0:
+                lo += (n - 1) * s
+            else:
+                hi += (n - 1) * s
+    return lo, hi + x.itemsize
+
+
+def shares_memory(a, b) -> bool:
+    """Whether arrays ``a`` and ``b`` (as the algorithms compute on them: NumPy or CuPy)
+    have elements in common. NumPy: exact (bounds only when the exact problem is too
+    hard); CuPy: by address bounds, which is exact for the contiguous arrays the
+    algorithms take and errs on the safe side otherwise."""
+    if not (hasattr(a, "shape") and hasattr(b, "shape")) or a.size == 0 or b.size == 0:
+        return False            # None, Python or NumPy scalars, empty arrays
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            return bool(np.shares_memory(a, b, max_work=1 << 20))
+        except _TooHardError:
+            return bool(np.may_share_memory(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return False            # host and device memory never overlap
+    if not all(hasattr(getattr(x, "data", None), "ptr") for x in (a, b)):
+        return False            # not CuPy arrays: no address to compare
+    a0, a1 = _byte_bounds(a)
+    b0, b1 = _byte_bounds(b)
+    return a0 < b1 and b0 < a1
+
+
+def check_no_overlap(out_name, out, **inputs):
+    """Raise a ValueError when the array updated in place (``out``) shares memory with
+    any of the named input arrays: the methods read those inputs on every iteration,
+    so writing ``out`` would silently change them and corrupt the result."""
+    for name, x in inputs.items():
+        if shares_memory(out, x):
+            raise ValueError(
+                f"{out_name} and {name} share memory (one is a view of the other): "
+                f"{out_name} is updated in place while {name} is read, which would corrupt "
+                f"the result; pass separate arrays (e.g. {name}.copy())")
+
+
+def check_finite(name, x):
+    """Raise a ValueError naming ``name`` if the array holds NaN or inf values.
+
+    One float64 sum, no temporary array: a sum of finite float32 values is finite (it
+    cannot overflow float64), and a NaN or ±inf entry makes it NaN or infinite.
+    """
+    if x is None or x.size == 0:
+        return
+    xp = array_namespace(x)
+    if not math.isfinite(float(xp.sum(x, dtype=xp.float64))):
+        raise ValueError(f"{name} contains NaN or infinite values; clean the data first "
+                         f"(e.g. nan_to_num({name}) or a bad-pixel correction)")
+
+
+def as_float32_weights(name, x, xp):
+    """A projection-sized weight or mask array as float32 (a copy when converted; the
+    caller's array is never modified). Bool and integer masks are accepted, since a
+    mask of 0/1 is commonly built that way; non-numeric arrays are refused."""
+    if x is None or x.dtype == xp.float32:
+        return x
+    kind = np.dtype(x.dtype).kind
+    if kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric (float32, or bool/integer/float to be "
+                        f"converted) array, got dtype {x.dtype}")
+    return xp.ascontiguousarray(x, dtype=xp.float32)
 
 
 # --------------------------------------------------------------- CUDA arrays

@@ -3,8 +3,10 @@ LS, WLS, RLS and RWLS."""
 from __future__ import annotations
 
 import math
+import numbers
 
-from ._array import array_namespace, clip_negative, is_all_zeros, safe_reciprocal, vdot
+from ._array import (array_namespace, as_float32_weights, clip_negative, is_all_zeros,
+                     safe_reciprocal, vdot)
 from ._common import check_count, check_inputs, is_active, reg_quad_form
 from ._monitor import IterationMonitor
 
@@ -77,8 +79,14 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
             raise ValueError("preconditioners need diagonal weights; with a weighting "
                              "operator use preconditioner=None")
     has_array_weights = hasattr(weights, "shape") and getattr(weights, "ndim", 0) > 0
+    if weights is not None and W_map is None and not has_array_weights \
+            and not isinstance(weights, numbers.Real) and getattr(weights, "ndim", None) != 0:
+        raise TypeError(f"weights (W) must be None, a number, an array of the projections' "
+                        f"shape {tuple(op.range_shape)} or a callable W(r), "
+                        f"got {type(weights).__name__}")
     xp, op, g, f, _, W_arr = check_inputs(op, g, f, None,
-                                          weights if has_array_weights else None)
+                                          weights if has_array_weights else None,
+                                          extra_names=("weights (W)",))
     num_iter = check_count("num_iter", num_iter)
     if isinstance(preconditioner, bool):
         preconditioner = "SQS" if preconditioner else None
@@ -94,7 +102,7 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
             if tuple(W_arr.shape) != tuple(op.range_shape):
                 raise ValueError(f"weights must have the projections' shape "
                                  f"{tuple(op.range_shape)}, got {tuple(W_arr.shape)}")
-            W = W_arr
+            W = as_float32_weights("weights (W)", W_arr, xp)
         else:
             w = float(weights)
             W = None if w == 1.0 else w

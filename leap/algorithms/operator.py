@@ -8,7 +8,7 @@ Any object with these members can be passed instead (e.g. a matrix in tests).
 """
 from __future__ import annotations
 
-from .. import operators
+from .. import _validate, operators
 from ._array import array_namespace
 
 
@@ -25,7 +25,7 @@ class CTOperator:
     """
 
     def __init__(self, geometry, volume, *, fov_radius=None):
-        operators._check_geometry(geometry, volume)
+        _validate.check_geometry(geometry, volume)
         self.geometry = geometry
         self.volume = volume
         self.fov_radius = fov_radius

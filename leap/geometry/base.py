@@ -23,6 +23,10 @@ class ScanGeometry:
     def num_angles(self) -> int:
         return int(getattr(self, self._view_fields[0]).shape[0])
 
+    def view_angles(self) -> np.ndarray:
+        """View angles ψ (num_angles,), radians (LEAP's φ + π/2)."""
+        return self.angles
+
     @property
     def projection_shape(self) -> tuple[int, int, int]:
         """Shape of a projection array, ``(num_angles, num_rows, num_cols)``."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ._checks import finite_float, positive_float, positive_int
+from ._checks import coordinate, positive_float, positive_int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +51,7 @@ class Detector:
         if self.center_col is None:
             object.__setattr__(self, "center_col", 0.5 * (self.num_cols - 1))
         for name in ("center_row", "center_col"):
-            object.__setattr__(self, name, finite_float(name, getattr(self, name)))
+            object.__setattr__(self, name, coordinate(name, getattr(self, name)))
         object.__setattr__(self, "curved", bool(self.curved))
 
     @property

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._checks import positive_float, finite_float, readonly_array
+from ._checks import coordinate, positive_float, readonly_array
 from .axial import CURVED, FLAT, column_axes
 from .base import ScanGeometry
 from .detector import Detector
@@ -21,7 +21,7 @@ def check_orbit(geom) -> None:
         raise ValueError("angles must hold at least one view")
     object.__setattr__(geom, "sod", positive_float("sod", geom.sod))
     object.__setattr__(geom, "sdd", positive_float("sdd", geom.sdd))
-    object.__setattr__(geom, "tau", finite_float("tau", geom.tau))
+    object.__setattr__(geom, "tau", coordinate("tau", geom.tau))
     if geom.sdd <= geom.sod:
         raise ValueError(f"sdd ({geom.sdd} mm) must be larger than sod ({geom.sod} mm): "
                          "the detector must lie beyond the rotation axis")

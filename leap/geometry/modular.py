@@ -6,6 +6,7 @@ module and its unit row and column vectors.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,60 @@ from .detector import Detector
 
 #: Largest |row·col| accepted for the module axes (LEAP's tolerance).
 ORTHOGONALITY_TOLERANCE = 0.01
+
+#: Smallest z component of every row vector of an axially aligned scan (rows within 5°
+#: of +z, LEAP's rule).
+AXIAL_ROW_Z = 0.9961
+
+
+def mean_distances(source_positions, module_centers, row_vectors, col_vectors):
+    """LEAP's sod and sdd of a modular beam, mm: the mean over the views of the source's
+    distance from the origin and from its module, along the module normal col × row.
+
+    All arguments (num_angles, 3); the row and column vectors are normalised here.
+    """
+    u = np.asarray(col_vectors, dtype=np.float64)
+    v = np.asarray(row_vectors, dtype=np.float64)
+    s = np.asarray(source_positions, dtype=np.float64)
+    normal = np.cross(u / np.linalg.norm(u, axis=1, keepdims=True),
+                      v / np.linalg.norm(v, axis=1, keepdims=True))
+    sod = np.abs(np.sum(s * normal, axis=1))
+    sdd = np.abs(np.sum((s - np.asarray(module_centers, dtype=np.float64)) * normal, axis=1))
+    return float(np.mean(sod)), float(np.mean(sdd))
+
+
+@dataclass(frozen=True, eq=False)
+class AxialTerms:
+    """A modular beam described view by view as a circular cone beam.
+
+    For an axially aligned scan every view is a flat cone-beam view; these are its
+    parameters, in the conventions of :class:`leap.geometry.ConeBeam`, so the weights
+    of cone-beam FBP (cosine, Parker, offset scan) and its field of view apply view by
+    view. For ``cone.to_modular()`` they reproduce the cone's own values.
+
+    Attributes
+    ----------
+    angles : (num_angles,) view angles ψ, radians, unwrapped (LEAP: the direction of
+        source − module centre).
+    sod : (num_angles,) distance of the source from the plane through the z axis
+        parallel to the module, mm.
+    sdd : (num_angles,) distance of the source from the module plane, mm.
+    tau : (num_angles,) lateral offset of the source, mm: the source is at
+        ``sod·θ − tau·θ⊥`` in the module's frame (θ⊥ = (cos ψ, sin ψ, 0)).
+    u : (num_angles, num_cols) normalised column coordinates s/sdd of the pixel centres,
+        measured from the foot of the source's perpendicular, increasing along θ⊥.
+    v : (num_angles, num_rows) normalised row coordinates t/sdd, same origin.
+    orientation : (num_angles,) +1 where the column index increases along θ⊥, −1 where
+        the module is mirrored (column index increasing along −θ⊥).
+    """
+
+    angles: np.ndarray
+    sod: np.ndarray
+    sdd: np.ndarray
+    tau: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    orientation: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -80,9 +135,111 @@ class ModularBeam(ScanGeometry):
         for name, a in arrays.items():
             object.__setattr__(self, name, a)
 
+    def view_angles(self) -> np.ndarray:
+        """View angles ψ (num_angles,), radians, unwrapped: the direction of source −
+        module centre, as LEAP assigns modular beams their angles (ψ = 0: source at −y)."""
+        d = self.source_positions - self.module_centers
+        return np.unwrap(np.arctan2(d[:, 1], d[:, 0])) + 0.5 * np.pi
+
+    @property
+    def axially_aligned(self) -> bool:
+        """LEAP's "axially aligned" modular beam: every row vector within 5° of +z and the
+        sources spread over at most half the detector height in z. Such scans have a
+        circular field of view and cone-beam FBP weights (:meth:`axial_terms`)."""
+        d = self.detector
+        zs = self.source_positions[:, 2]
+        return bool(np.all(self.row_vectors[:, 2] >= AXIAL_ROW_Z)
+                    and zs.max() - zs.min() <= 0.5 * d.num_rows * d.pixel_height)
+
+    def axial_terms(self) -> AxialTerms:
+        """Every view as a flat cone-beam view (see :class:`AxialTerms`)."""
+        d = self.detector
+        src, ctr = self.source_positions, self.module_centers
+        cols, rows = self.col_vectors, self.row_vectors
+        normal = np.cross(cols, rows)
+        normal /= np.linalg.norm(normal, axis=1)[:, None]
+        sdd_signed = np.sum((ctr - src) * normal, axis=1)
+        foot = src + sdd_signed[:, None] * normal
+        u0 = np.sum((ctr - foot) * cols, axis=1)
+        v0 = np.sum((ctr - foot) * rows, axis=1)
+        sdd = np.abs(sdd_signed)
+        angles = self.view_angles()
+        # Orient the column coordinate along θ⊥, the way the source moves as ψ grows, so
+        # that fan angles have the cone's sign convention even for mirrored modules.
+        along = cols[:, 0] * np.cos(angles) + cols[:, 1] * np.sin(angles)
+        orientation = np.where(along < 0.0, -1.0, 1.0)
+        i = (np.arange(d.num_cols) - 0.5 * (d.num_cols - 1)) * d.pixel_width
+        j = (np.arange(d.num_rows) - 0.5 * (d.num_rows - 1)) * d.pixel_height
+        u = orientation[:, None] * (u0[:, None] + i[None, :]) / sdd[:, None]
+        v = (v0[:, None] + j[None, :]) / sdd[:, None]
+        return AxialTerms(angles=angles, sod=np.abs(np.sum(src * normal, axis=1)), sdd=sdd,
+                          tau=-orientation * np.sum(src * cols, axis=1), u=u, v=v,
+                          orientation=orientation)
+
     def fov_radius(self, offset_scan: bool = False) -> float:
-        """Modular beams have no circular field of view: nothing is masked."""
-        return float("inf")
+        """Radius (mm) of the circle about the z axis seen in every view.
+
+        Axially aligned scans (:attr:`axially_aligned`): the cone-beam rule
+        (:meth:`leap.geometry.divergent.DivergentBeam.fov_radius`) per view,
+        ``sod·sin(|α − atan(tau/sod)|)`` for the fan angles α of the outermost column
+        centres (the nearer end, or the farther one for an offset scan), and the
+        smallest value over the views. Other modular beams have no circular field of
+        view: inf. The modular projectors mask nothing either way; the radius serves
+        FBP's offset-scan layout, ``windowFOV`` and LEAP's ``get_diameterFOV``.
+        """
+        if not self.axially_aligned:
+            return float("inf")
+        t = self.axial_terms()
+        shift = np.arctan2(t.tau, t.sod)
+        ends = np.abs(np.arctan(t.u[:, [0, -1]]) - shift[:, None])
+        half = ends.max(axis=1) if offset_scan else ends.min(axis=1)
+        return float(np.min(t.sod * np.sin(np.minimum(half, 0.5 * math.pi))))
+
+    # ------------------------------------------------------------ rigid changes
+    def shifted(self, row_mm: float, col_mm: float) -> "ModularBeam":
+        """Every module moved ``row_mm`` along its rows and ``col_mm`` along its columns."""
+        return self.with_changes(module_centers=self.module_centers + col_mm * self.col_vectors
+                                 + row_mm * self.row_vectors)
+
+    def spun(self, angle: float) -> "ModularBeam":
+        """Every module turned by ``angle`` radians about its normal (col × row), the
+        column vector towards the row vector (Rodrigues' formula)."""
+        n = np.cross(self.col_vectors, self.row_vectors)
+        n /= np.linalg.norm(n, axis=1, keepdims=True)
+        c, s = math.cos(angle), math.sin(angle)
+
+        def turn(v):
+            return v * c + np.cross(n, v) * s + n * np.sum(n * v, axis=1, keepdims=True) * (1 - c)
+
+        return self.with_changes(col_vectors=turn(self.col_vectors), row_vectors=turn(self.row_vectors))
+
+    def reoriented(self, A: np.ndarray) -> "ModularBeam":
+        """Every module's frame (col, normal, row), as the columns of a 3×3 matrix,
+        multiplied on the right by ``A.T`` (LEAP's ``rotate_detector`` with a matrix);
+        ``A`` is first divided by its determinant."""
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != (3, 3) or not np.all(np.isfinite(A)):
+            raise ValueError(f"A must be a finite 3x3 matrix, got shape {A.shape}")
+        det = np.linalg.det(A)
+        if det == 0.0:
+            raise ValueError("the rotation matrix must be nonsingular")
+        frames = np.stack([self.col_vectors, np.cross(self.col_vectors, self.row_vectors),
+                           self.row_vectors], axis=2) @ (A / det).T
+        return self.with_changes(col_vectors=frames[:, :, 0], row_vectors=frames[:, :, 2])
+
+    def rotated(self, R: np.ndarray) -> "ModularBeam":
+        """The whole system (sources, module centres, row and column vectors) rotated by
+        the 3×3 matrix ``R`` about the origin."""
+        R = np.asarray(R, dtype=np.float64)
+        if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+            raise ValueError(f"R must be a finite 3x3 rotation matrix, got shape {R.shape}")
+        return self.with_changes(**{name: getattr(self, name) @ R.T for name in self._view_fields})
+
+    def mean_distances(self) -> tuple[float, float]:
+        """Mean source-to-axis and source-to-module distances over the views, mm
+        (:func:`mean_distances`)."""
+        return mean_distances(self.source_positions, self.module_centers, self.row_vectors,
+                              self.col_vectors)
 
     def to_modular(self) -> "ModularBeam":
         return self

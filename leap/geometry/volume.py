@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._checks import finite_float, positive_float, positive_int
+from ._checks import coordinate, positive_float, positive_int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +51,7 @@ class Volume:
         for name in ("voxel_width", "voxel_height"):
             object.__setattr__(self, name, positive_float(name, getattr(self, name)))
         for name in ("offset_x", "offset_y", "offset_z"):
-            object.__setattr__(self, name, finite_float(name, getattr(self, name)))
+            object.__setattr__(self, name, coordinate(name, getattr(self, name)))
 
     @property
     def shape(self) -> tuple[int, int, int]:

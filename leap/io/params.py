@@ -191,8 +191,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["read_param_file", "read_param_dict", "write_param_file", "format_params",
-           "LeapParamWarning", "GEOMETRIES"]
+from ..geometry.modular import mean_distances
+from ..weights import angular_range
+
+__all__ = ["read_param_file", "read_param_dict", "read_param_entries", "write_param_file",
+           "format_params", "LeapParamWarning", "GEOMETRIES"]
 
 
 class LeapParamWarning(UserWarning):
@@ -359,11 +362,8 @@ def _convert_object(key: str, value: Any, where: str) -> Any:
 def _derived_angular_range(phis: np.ndarray) -> float:
     """LEAP's angularRange for explicit angles (parameters::set_angles), signed."""
     p = np.asarray(phis, dtype=np.float64)
-    n = p.size
-    if n < 2:
-        return 0.0
-    rng = abs(p[-1] - p[0]) + 0.5 * abs(p[-1] - p[-2]) + 0.5 * abs(p[1] - p[0])
-    return float(-rng if p[-1] < p[0] else rng)
+    rng = angular_range(p)
+    return float(-rng if p.size > 1 and p[-1] < p[0] else rng)
 
 
 def _equispaced_angles(num_angles: int, angular_range: float) -> np.ndarray:
@@ -496,18 +496,38 @@ def _validate(d: dict, loc: Callable[[str | None], str], warn_ignored: str) -> N
 # reading
 # ---------------------------------------------------------------------------
 
-def _parse_text(text: str, source: str) -> dict:
-    raw: dict[str, tuple[str, int]] = {}
-    unknown: dict[str, str] = {}
+def _entries(text: str, source: str):
+    """The ``key = value`` lines of a parameter file's text (comments after ``#`` and
+    blank lines skipped): yields ``(key, value, lineno, body)``, both stripped."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         body = line.split("#", 1)[0].strip()
         if not body:
             continue
-        where = f"{source}:{lineno}"
         if "=" not in body:
-            raise ValueError(f"{where}: expected 'key = value', got {body!r}")
+            raise ValueError(f"{source}:{lineno}: expected 'key = value', got {body!r}")
         key, _, value = body.partition("=")
-        key, value = key.strip(), value.strip()
+        yield key.strip(), value.strip(), lineno, body
+
+
+def read_param_entries(path: str | os.PathLike) -> dict:
+    """A parameter file's ``key = value`` lines as a dict, as written (numbers as
+    floats, lists and names as strings): LEAP's ``parse_param_dic``."""
+    with open(path, "r", encoding="utf-8") as fh:
+        text = fh.read()
+    out: dict[str, Any] = {}
+    for key, value, _, _ in _entries(text, os.fspath(path)):
+        try:
+            out[key] = float(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _parse_text(text: str, source: str) -> dict:
+    raw: dict[str, tuple[str, int]] = {}
+    unknown: dict[str, str] = {}
+    for key, value, lineno, body in _entries(text, source):
+        where = f"{source}:{lineno}"
         if not key:
             raise ValueError(f"{where}: missing key before '=' in {body!r}")
         if "=" in value:
@@ -612,16 +632,8 @@ def _fmt_values(arr: np.ndarray) -> list[str]:
 
 def _modular_distances(d: dict) -> tuple[float, float]:
     """Mean source-to-object and source-to-detector distances (as LEAP computes them)."""
-    s = d["sourcePositions"].astype(np.float64)
-    c = d["moduleCenters"].astype(np.float64)
-    u = d["colVectors"].astype(np.float64)
-    v = d["rowVectors"].astype(np.float64)
-    u = u / np.linalg.norm(u, axis=1, keepdims=True)
-    v = v / np.linalg.norm(v, axis=1, keepdims=True)
-    nrm = np.cross(u, v)
-    sod = np.abs(np.sum(s * nrm, axis=1)).mean()
-    sdd = np.abs(np.sum((s - c) * nrm, axis=1)).mean()
-    return float(sod), float(sdd)
+    return mean_distances(d["sourcePositions"], d["moduleCenters"], d["rowVectors"],
+                          d["colVectors"])
 
 
 def _normalize_input(params: Mapping, path: str) -> dict:

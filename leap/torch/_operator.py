@@ -1,10 +1,11 @@
 """A CT operator frozen at call time, and the tensor plumbing around the core operators.
 
-:class:`CTOperator` captures the geometry, volume and FBP options of a
-``tomographicModels`` facade *when a forward pass runs*, so that the backward pass
-applies the adjoint of exactly the operator the forward pass used, even if the facade
-is reconfigured in between. It is what the autograd Functions carry in ``ctx``; it holds
-no tensors, so a finished graph frees everything.
+:class:`CTOperator` captures the facade's :class:`leap.system.CTSystem` (geometry,
+volume, forward model, field of view, mask, FBP options, devices) *when a forward pass
+runs*, so that the backward pass applies the adjoint of exactly the operator the
+forward pass used, even if the facade is reconfigured in between; and so that every
+setting made through ``proj.leapct`` reaches the module. It holds no tensors, so a
+finished graph frees everything.
 
 Tensors reach the core without copies: a float32, C-contiguous CPU tensor is handed
 over as a NumPy view (``Tensor.numpy()``) and the result is written straight into a fresh
@@ -16,14 +17,11 @@ selected in the facade (``leapct.set_gpu``/``set_gpus``), from host memory, when
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Mapping
 
 import numpy as np
 import torch
 
-from .. import fbp as _fbp
-from .. import operators as _operators
+from ..system import CTSystem
 
 #: kind → (adjoint kind, does the operator take a volume?)
 _KINDS = {
@@ -37,14 +35,10 @@ _VOLUME_LAYOUT = "(batch, numZ, numY, numX)"
 _PROJECTION_LAYOUT = "(batch, numAngles, numRows, numCols)"
 
 
-def fbp_options(leapct) -> dict:
-    """The keyword options ``leap.fbp.fbp`` needs to reproduce ``leapct.FBP``."""
-    return leapct.fbp_options()
-
-
 @dataclass(frozen=True, eq=False)
 class CTOperator:
-    """One of the four linear CT maps of a fixed geometry, applied to batches of tensors.
+    """One of the four linear maps of a :class:`~leap.system.CTSystem`, applied to
+    batches of tensors.
 
     ============  =======================  =======================  =================
     kind          input                    output                   adjoint kind
@@ -55,29 +49,21 @@ class CTOperator:
     fbp_adjoint   volume                   projections               fbp
     ============  =======================  =======================  =================
 
-    ``project`` is ``leap.project`` (the facade's ``project``), ``backproject`` its exact
-    transpose, ``fbp`` is ``leap.fbp.fbp`` with the facade's FBP options (what
-    ``leapct.FBP`` computes) and ``fbp_adjoint`` its exact transpose.
+    Each is the system's method of that name: what ``leapct.project``,
+    ``leapct.backproject``, ``leapct.FBP`` and ``leapct.FBP_adjoint`` compute.
     """
 
     kind: str
-    geometry: Any
-    volume: Any
-    options: Mapping[str, Any]
-    devices: tuple = ()                  # GPUs for NumPy inputs; () = the CPU
+    system: CTSystem
 
     @classmethod
     def from_model(cls, leapct, kind: str) -> "CTOperator":
-        """Freeze the current geometry, volume and FBP options of a facade."""
+        """Freeze the current :attr:`~leap.model.tomographicModels.system` of a facade."""
         if kind not in _KINDS:
             raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
-        # core_geometry()/core_volume() raise a RuntimeError that says which set_* call
-        # is missing; they build new immutable objects, so later facade changes do not
-        # reach this operator.
-        gpus = list(leapct.get_gpus())
-        return cls(kind=kind, geometry=leapct.core_geometry(), volume=leapct.core_volume(),
-                   options=MappingProxyType(fbp_options(leapct)),
-                   devices=() if gpus == [-1] else tuple(gpus))
+        # .system raises a RuntimeError that says which set_* call is missing; it is an
+        # immutable value, so later facade changes do not reach this operator.
+        return cls(kind=kind, system=leapct.system)
 
     # ---------------------------------------------------------------- shapes
     @property
@@ -86,11 +72,13 @@ class CTOperator:
 
     @property
     def in_shape(self) -> tuple:
-        return tuple(self.volume.shape if self.takes_volume else self.geometry.projection_shape)
+        s = self.system
+        return s.volume_shape if self.takes_volume else s.projection_shape
 
     @property
     def out_shape(self) -> tuple:
-        return tuple(self.geometry.projection_shape if self.takes_volume else self.volume.shape)
+        s = self.system
+        return s.projection_shape if self.takes_volume else s.volume_shape
 
     @property
     def in_layout(self) -> str:
@@ -98,27 +86,12 @@ class CTOperator:
 
     @property
     def adjoint(self) -> "CTOperator":
-        return CTOperator(kind=_KINDS[self.kind][0], geometry=self.geometry,
-                          volume=self.volume, options=self.options, devices=self.devices)
+        return CTOperator(kind=_KINDS[self.kind][0], system=self.system)
 
     # ------------------------------------------------------------ numerics
     def _apply_one(self, x, out):
         """One sample: x (in_shape) → out (out_shape), float32 arrays of one kind."""
-        geo, vol = self.geometry, self.volume
-        # GPUs selected on the facade run NumPy inputs there, from host memory; CUDA
-        # arrays always run on their own device. Only passed when set, so CPU-only
-        # calls are exactly the facade's CPU calls.
-        kw = dict(devices=list(self.devices)) if self.devices else {}
-        # Looked up on the modules at call time (not bound at import) so that the
-        # operators other code installs or wraps are the ones used.
-        if self.kind == "project":
-            _operators.project(geo, vol, x, out=out, **kw)
-        elif self.kind == "backproject":
-            _operators.backproject(geo, vol, x, out=out, **kw)
-        elif self.kind == "fbp":
-            _fbp.fbp(geo, vol, x, out=out, **self.options, **kw)
-        else:
-            _fbp.fbp_adjoint(geo, vol, x, out=out, **self.options, **kw)
+        getattr(self.system, self.kind)(x, out=out)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Apply to ``x`` of shape ``(*batch, *in_shape)``; returns a new tensor of shape

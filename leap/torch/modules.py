@@ -33,6 +33,18 @@ def _host(a):
     return a
 
 
+def _one_of(name, value, alias, alias_value):
+    """The argument given as ``name`` or as its alias ``alias`` (exactly one of them).
+
+    Projector methods take tomographicModels' keyword names and, where upstream
+    leaptorch used other names, those too, so scripts written for either work."""
+    if value is None and alias_value is None:
+        raise TypeError(f"missing argument {name!r} (also accepted as {alias!r})")
+    if value is not None and alias_value is not None:
+        raise TypeError(f"{name!r} and {alias!r} name the same argument: pass only one")
+    return value if value is not None else alias_value
+
+
 def _as_device(which) -> torch.device:
     """A torch.device from a torch.device, a device string or a GPU index (-1: CPU)."""
     if isinstance(which, torch.device):
@@ -154,12 +166,12 @@ class BaseProjector(torch.nn.Module):
                                        centerRow, centerCol, _host(phis), sod, sdd, tau)
 
     def set_conebeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth, centerRow,
-                     centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0):
+                     centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0, tiltAngle=0.0):
         """Cone-beam geometry; see ``tomographicModels.set_conebeam`` (lengths in mm,
-        helicalPitch in mm per radian)."""
+        helicalPitch in mm per radian, tiltAngle in degrees)."""
         return self.leapct.set_conebeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
                                         centerRow, centerCol, _host(phis), sod, sdd, tau,
-                                        helicalPitch)
+                                        helicalPitch, tiltAngle)
 
     def set_coneparallel(self, numAngles, numRows, numCols, pixelHeight, pixelWidth, centerRow,
                          centerCol, phis, sod, sdd, tau=0.0, helicalPitch=0.0):
@@ -170,17 +182,27 @@ class BaseProjector(torch.nn.Module):
                                             sdd, tau, helicalPitch)
 
     def set_modularbeam(self, numAngles, numRows, numCols, pixelHeight, pixelWidth,
-                        sourcePositions, detectorCenters, rowVec, colVec):
+                        sourcePositions, moduleCenters=None, rowVectors=None, colVectors=None,
+                        *, detectorCenters=None, rowVec=None, colVec=None):
         """Modular-beam geometry; the four arrays are (numAngles, 3), mm (NumPy or tensors).
-        See ``tomographicModels.set_modularbeam``."""
-        return self.leapct.set_modularbeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
-                                           _host(sourcePositions), _host(detectorCenters),
-                                           _host(rowVec), _host(colVec))
+        See ``tomographicModels.set_modularbeam``.
 
-    def set_volume(self, numX, numY, numZ, voxelWidth, voxelHeight, offsetX=0.0, offsetY=0.0,
-                   offsetZ=0.0):
+        The keyword names are tomographicModels' (``moduleCenters``, ``rowVectors``,
+        ``colVectors``); upstream leaptorch's own names (``detectorCenters``, ``rowVec``,
+        ``colVec``) are accepted as well.
+        """
+        moduleCenters = _one_of("moduleCenters", moduleCenters, "detectorCenters", detectorCenters)
+        rowVectors = _one_of("rowVectors", rowVectors, "rowVec", rowVec)
+        colVectors = _one_of("colVectors", colVectors, "colVec", colVec)
+        return self.leapct.set_modularbeam(numAngles, numRows, numCols, pixelHeight, pixelWidth,
+                                           _host(sourcePositions), _host(moduleCenters),
+                                           _host(rowVectors), _host(colVectors))
+
+    def set_volume(self, numX, numY, numZ, voxelWidth=None, voxelHeight=None, offsetX=0.0,
+                   offsetY=0.0, offsetZ=0.0):
         """Reconstruction volume (voxel counts, sizes and offsets in mm); see
-        ``tomographicModels.set_volume``."""
+        ``tomographicModels.set_volume`` (``voxelWidth=None``: the nominal size;
+        ``voxelHeight=None``: voxelWidth)."""
         return self.leapct.set_volume(numX, numY, numZ, voxelWidth, voxelHeight, offsetX,
                                       offsetY, offsetZ)
 
@@ -205,13 +227,16 @@ class BaseProjector(torch.nn.Module):
         """
         return None
 
-    def load_param(self, param_fn, param_type=0):
-        """Read a LEAP parameter file; see ``tomographicModels.load_param``."""
-        return self.leapct.load_param(param_fn, param_type)
+    def load_param(self, param_fn=None, param_type=0, *, fileName=None):
+        """Read a LEAP parameter file; see ``tomographicModels.load_param`` (the file name
+        may be passed as ``param_fn``, upstream leaptorch's name, or ``fileName``)."""
+        return self.leapct.load_param(_one_of("param_fn", param_fn, "fileName", fileName),
+                                      param_type)
 
-    def save_param(self, param_fn):
-        """Write a LEAP parameter file; see ``tomographicModels.save_param``."""
-        return self.leapct.save_param(param_fn)
+    def save_param(self, param_fn=None, *, fileName=None):
+        """Write a LEAP parameter file; see ``tomographicModels.save_param`` (the file name
+        may be passed as ``param_fn`` or ``fileName``)."""
+        return self.leapct.save_param(_one_of("param_fn", param_fn, "fileName", fileName))
 
     def print_parameters(self):
         """Print the geometry and volume parameters."""
@@ -223,9 +248,11 @@ class BaseProjector(torch.nn.Module):
         self.gpu_device = dev
         return self.leapct.set_gpu(_gpu_index(dev))
 
-    def set_gpus(self, listofgpus):
-        """Select several GPUs (devices or indices); the first is this module's device."""
-        devs = [_as_device(w) for w in listofgpus]
+    def set_gpus(self, listOfGPUs=None, *, listofgpus=None):
+        """Select several GPUs (devices or indices); the first is this module's device.
+        ``listofgpus`` (upstream leaptorch's keyword) is accepted as well."""
+        listOfGPUs = _one_of("listOfGPUs", listOfGPUs, "listofgpus", listofgpus)
+        devs = [_as_device(w) for w in listOfGPUs]
         if not devs:
             raise ValueError("set_gpus needs at least one device")
         self.gpu_device = devs[0]
@@ -238,8 +265,8 @@ class BaseProjector(torch.nn.Module):
     def set_GPU(self, which):
         return self.set_gpu(which)
 
-    def set_GPUs(self, listofgpus):
-        return self.set_gpus(listofgpus)
+    def set_GPUs(self, listOfGPUs=None, *, listofgpus=None):
+        return self.set_gpus(listOfGPUs, listofgpus=listofgpus)
 
 
 class Projector(BaseProjector):

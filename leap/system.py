@@ -1,0 +1,358 @@
+"""``CTSystem``: everything a projector needs, in one immutable value.
+
+Every front end (the LEAP facade :class:`leap.model.tomographicModels`, the torch
+modules, the Dask layer) hands its problem to the core as a :class:`CTSystem` and calls
+its four maps, so a setting made anywhere reaches every front end alike:
+
+=================  ===============================  ===============================
+method             input                            output
+=================  ===============================  ===============================
+``project``        volume (num_z, num_y, num_x)      projections (num_angles, num_rows,
+                                                      num_cols)
+``backproject``    projections                       volume (exact transpose of project)
+``fbp``            projections                       volume (attenuation units, 1/mm)
+``fbp_adjoint``    volume                            projections (exact transpose of fbp)
+=================  ===============================  ===============================
+
+Arrays are float32 and C-contiguous: NumPy arrays run on the CPU (or on the GPUs in
+``devices``), CUDA arrays (CuPy, torch CUDA) on their own GPU. ``out`` is optional and
+returned when given.
+
+What a system holds:
+
+* ``geometry`` (any :mod:`leap.geometry` scan geometry) and ``volume``;
+* ``model``: the forward model, ``None`` for the X-ray transform, :class:`Symmetric`
+  for a rotationally symmetric object, :class:`Attenuated` for the attenuated Radon
+  transform;
+* ``fov_radius``: the field of view, mm (None: the geometry's own, widened for an
+  offset-detector scan); ``mask``: a volume mask (LEAP's ``set_volume_mask``), applied
+  to volumes before projection and after back-projection, so the pair stays matched;
+* ``fbp_options`` (:class:`FBPOptions`) and the device choice (``devices``,
+  ``max_slices``).
+
+Changes give a new system (:meth:`CTSystem.with_changes`); subsets of views
+(:meth:`CTSystem.views`) and slabs of slices (:meth:`CTSystem.slab`), with the detector
+rows and views a slab touches (:meth:`CTSystem.rows_needed`,
+:meth:`CTSystem.views_needed`), let a front end cut a problem into independent pieces.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import operators
+from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from .geometry import ranges as _ranges
+
+_GEOMETRIES = (ParallelBeam, FanBeam, ConeBeam, ConeParallelBeam, ModularBeam)
+
+
+@dataclass(frozen=True)
+class FBPOptions:
+    """Options of filtered back-projection (LEAP's ``set_rampFilter``, ``set_FBPlowpass``,
+    ``set_offsetScan``, ``set_truncatedScan``).
+
+    ramp_filter : LEAP's ramp filter order 0..12 (2 = Shepp–Logan, 12 = Ram–Lak).
+    window : extra apodisation window of :data:`leap.filters.WINDOWS` ('none', 'hann', …).
+    lowpass : LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
+    offset_scan : the detector covers one side of the axis (half-fan weights).
+    truncated_scan : the projections are truncated (edge extrapolation in the filter).
+    """
+
+    ramp_filter: int = 2
+    window: str = "none"
+    lowpass: float = 1.0
+    offset_scan: bool = False
+    truncated_scan: bool = False
+
+    def as_kwargs(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Symmetric:
+    """A rotationally symmetric object (LEAP ``set_axisOfSymmetry``): its axis is tilted
+    ``axis_deg`` degrees from +z; the volume is (num_z, num_y, 1), y the signed radius."""
+
+    axis_deg: float
+
+
+@dataclass(frozen=True, eq=False)
+class Attenuated:
+    """The attenuated Radon transform (parallel beams): attenuation map ``map`` (a
+    :class:`leap.special_models.AttenuationMap`, voxelised or a cylinder)."""
+
+    map: object
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CTSystem:
+    """A CT problem: geometry, volume, forward model, field of view, mask, FBP options and
+    device choice (see the module docstring). Immutable."""
+
+    geometry: object
+    volume: Volume
+    model: Symmetric | Attenuated | None = None
+    fov_radius: float | None = None
+    mask: object = None
+    fbp_options: FBPOptions = FBPOptions()
+    devices: tuple | None = None
+    max_slices: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.geometry, _GEOMETRIES):
+            raise TypeError("geometry must be a ParallelBeam, FanBeam, ConeBeam, ConeParallelBeam "
+                            f"or ModularBeam, got {type(self.geometry).__name__}")
+        if not isinstance(self.volume, Volume):
+            raise TypeError(f"volume must be a Volume, got {type(self.volume).__name__}")
+        if self.model is not None and not isinstance(self.model, (Symmetric, Attenuated)):
+            raise TypeError(f"model must be None, Symmetric or Attenuated, got {self.model!r}")
+        if self.fov_radius is not None:
+            r = float(self.fov_radius)
+            if not r > 0:
+                raise ValueError(f"fov_radius must be a positive number of mm, got {self.fov_radius}")
+            object.__setattr__(self, "fov_radius", r)
+        if self.mask is not None and tuple(self.mask.shape) != self.volume.shape:
+            raise ValueError(f"mask must have the volume's shape {self.volume.shape}, "
+                             f"got {tuple(self.mask.shape)}")
+        if not isinstance(self.fbp_options, FBPOptions):
+            raise TypeError(f"fbp_options must be an FBPOptions, got {type(self.fbp_options).__name__}")
+        if self.devices is not None:
+            object.__setattr__(self, "devices", tuple(int(d) for d in self.devices))
+
+    def __repr__(self):
+        parts = [type(self.geometry).__name__, f"projections={self.projection_shape}",
+                 f"volume={self.volume_shape}"]
+        if self.model is not None:
+            parts.append(f"model={type(self.model).__name__}")
+        if self.fov_radius is not None:
+            parts.append(f"fov_radius={self.fov_radius:g}")
+        if self.mask is not None:
+            parts.append("masked")
+        return f"CTSystem({', '.join(parts)})"
+
+    def with_changes(self, **changes) -> "CTSystem":
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    # ----------------------------------------------------------------- shapes
+    @property
+    def projection_shape(self) -> tuple:
+        """(num_angles, num_rows, num_cols)."""
+        return tuple(self.geometry.projection_shape)
+
+    @property
+    def volume_shape(self) -> tuple:
+        """(num_z, num_y, num_x)."""
+        return tuple(self.volume.shape)
+
+    # ---------------------------------------------------------- field of view
+    def fov(self) -> float:
+        """The field-of-view radius (mm) of LEAP's ``rFOV``: ``fov_radius`` when set,
+        else the geometry's own (its farther detector side for an offset scan; inf
+        where there is none)."""
+        if self.fov_radius is not None:
+            return self.fov_radius
+        return self.geometry.fov_radius(offset_scan=self.fbp_options.offset_scan)
+
+    def _projector_fov(self) -> float | None:
+        """The radius the projectors mask with: ``fov_radius``, or for an offset scan the
+        farther side's; None leaves the projectors their geometry's own."""
+        if self.fov_radius is not None:
+            return self.fov_radius
+        if self.fbp_options.offset_scan:
+            r = self.geometry.fov_radius(offset_scan=True)
+            if not r > 0:
+                raise ValueError("an offset scan needs a detector that reaches past the rotation "
+                                 "axis, but this geometry's field of view has radius 0 mm; check "
+                                 "centerCol and tau, or turn the offset scan off")
+            return r
+        return None
+
+    # ------------------------------------------------------------------- maps
+    def _devices(self) -> dict:
+        if self.devices is None:
+            return {}
+        return dict(devices=list(self.devices), max_slices=self.max_slices)
+
+    def _masked(self, f):
+        """``f · mask`` (a new array) when a mask of ``f``'s array type is set; else f."""
+        if self.mask is None or type(f) is not type(self.mask):
+            return f
+        return f * self.mask
+
+    def _apply_mask(self, f):
+        if self.mask is not None and type(f) is type(self.mask):
+            f *= self.mask
+        return f
+
+    def _special(self):
+        from . import special_models
+        return special_models
+
+    def project(self, f, out=None):
+        """Forward projection ``P M f`` (M the mask): volume → projections."""
+        f = self._masked(f)
+        fov = self._projector_fov()
+        if isinstance(self.model, Symmetric):
+            return self._special().symmetric_project(self.geometry, self.volume, f,
+                                                     self.model.axis_deg, out=out)
+        if isinstance(self.model, Attenuated):
+            return self._special().attenuated_project(self.geometry, self.volume, f,
+                                                      self.model.map, out=out, fov_radius=fov)
+        return operators.project(self.geometry, self.volume, f, out=out, fov_radius=fov,
+                                 **self._devices())
+
+    def backproject(self, g, out=None):
+        """Back-projection ``M Pᵀ g``, the exact transpose of :meth:`project`."""
+        fov = self._projector_fov()
+        if isinstance(self.model, Symmetric):
+            f = self._special().symmetric_backproject(self.geometry, self.volume, g,
+                                                      self.model.axis_deg, out=out)
+        elif isinstance(self.model, Attenuated):
+            f = self._special().attenuated_backproject(self.geometry, self.volume, g,
+                                                       self.model.map, out=out, fov_radius=fov)
+        else:
+            f = operators.backproject(self.geometry, self.volume, g, out=out, fov_radius=fov,
+                                      **self._devices())
+        return self._apply_mask(f)
+
+    def fbp(self, g, out=None):
+        """Filtered back-projection of ``g`` (FDK for cone beams; the symmetric-object and
+        attenuated inversions for those models), in attenuation units."""
+        o = self.fbp_options
+        if isinstance(self.model, Symmetric):
+            return self._special().symmetric_fbp(
+                self.geometry, self.volume, g, self.model.axis_deg, out=out,
+                ramp_filter=o.ramp_filter, lowpass=o.lowpass, window=o.window)
+        if isinstance(self.model, Attenuated):
+            return self._special().attenuated_fbp(self.geometry, self.volume, g, self.model.map,
+                                                  out=out, fov_radius=self._projector_fov())
+        from .fbp import fbp
+        return fbp(self.geometry, self.volume, g, out=out, fov_radius=self.fov_radius,
+                   **o.as_kwargs(), **self._devices())
+
+    def fbp_adjoint(self, f, out=None):
+        """The exact transpose of :meth:`fbp` (X-ray transform only)."""
+        if self.model is not None:
+            raise NotImplementedError(
+                f"the transpose of FBP is not available for the {type(self.model).__name__} "
+                "model; use the X-ray transform (no attenuation map, no axis of symmetry)")
+        from .fbp import fbp_adjoint
+        return fbp_adjoint(self.geometry, self.volume, f, out=out, fov_radius=self.fov_radius,
+                           **self.fbp_options.as_kwargs(), **self._devices())
+
+    def operator(self) -> "SystemOperator":
+        """This system's projection as a linear operator (see :class:`SystemOperator`)."""
+        return SystemOperator(self)
+
+    # ---------------------------------------------------------------- subsets
+    def views(self, idx) -> "CTSystem":
+        """The system of some views (an int, slice or index array) with the same volume."""
+        return self.with_changes(geometry=self.geometry[idx])
+
+    def slab(self, z0: int, z1: int) -> "CTSystem":
+        """The system of volume slices ``z0:z1`` (0 ≤ z0 < z1 ≤ num_z): the same scan,
+        a volume of z1 − z0 slices at their place in z. The mask and a voxelised
+        attenuation map are cut alike."""
+        v = self.volume
+        z0, z1 = int(z0), int(z1)
+        if not 0 <= z0 < z1 <= v.num_z:
+            raise ValueError(f"slab needs 0 <= z0 < z1 <= num_z = {v.num_z}, got z0={z0}, z1={z1}")
+        centre = v.z0 + 0.5 * (z0 + z1 - 1) * v.voxel_height
+        changes = dict(volume=v.with_changes(num_z=z1 - z0, offset_z=centre))
+        if self.mask is not None:
+            changes["mask"] = self.mask[z0:z1]
+        if isinstance(self.model, Attenuated) and self.model.map.mu is not None:
+            from .special_models import AttenuationMap
+            changes["model"] = Attenuated(AttenuationMap(mu=self.model.map.mu[z0:z1]))
+        return self.with_changes(**changes)
+
+    def rows_needed(self) -> tuple[int, int]:
+        """``(first, stop)``: the detector rows this system's volume projects into (and
+        back-projection reads), as a half-open range; conservative (LEAP's bounds)."""
+        lo, hi = _ranges.row_range(self.geometry, self.volume, self.fov())
+        return lo, hi + 1
+
+    def views_needed(self) -> tuple[int, int]:
+        """``(first, stop)``: the views whose rays reach this system's volume (helical
+        scans skip the others), half-open; conservative."""
+        lo, hi = _ranges.view_range(self.geometry, self.volume, self.fov())
+        return max(0, lo), min(self.geometry.num_angles, hi + 1)
+
+
+class SystemOperator:
+    """The projection ``P`` of a :class:`CTSystem` as a linear operator.
+
+    For :mod:`leap.algorithms`: ``forward(f, out=None)`` and ``adjoint(g, out=None)`` on
+    3-D arrays, ``domain_shape``/``range_shape``, ``num_views``, ``subset(views)`` and
+    ``fbp``. For :mod:`scipy.sparse.linalg` (``lsqr``, ``cg``, …; via
+    ``aslinearoperator``): ``shape`` (num projection values, num voxels), ``dtype``,
+    ``matvec``/``rmatvec`` on flat vectors. ``.T`` is the transpose, an operator of the
+    same kind with the roles swapped.
+    """
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, system: CTSystem, transposed: bool = False):
+        self.system = system
+        self._transposed = transposed
+
+    def __repr__(self):
+        return f"SystemOperator({self.system!r}{', transposed' if self._transposed else ''})"
+
+    @property
+    def domain_shape(self) -> tuple:
+        s = self.system
+        return s.projection_shape if self._transposed else s.volume_shape
+
+    @property
+    def range_shape(self) -> tuple:
+        s = self.system
+        return s.volume_shape if self._transposed else s.projection_shape
+
+    @property
+    def shape(self) -> tuple:
+        return (int(np.prod(self.range_shape)), int(np.prod(self.domain_shape)))
+
+    @property
+    def num_views(self) -> int:
+        return int(self.system.geometry.num_angles)
+
+    @property
+    def T(self) -> "SystemOperator":
+        return SystemOperator(self.system, not self._transposed)
+
+    def forward(self, x, out=None):
+        s = self.system
+        return s.backproject(x, out=out) if self._transposed else s.project(x, out=out)
+
+    def adjoint(self, y, out=None):
+        s = self.system
+        return s.project(y, out=out) if self._transposed else s.backproject(y, out=out)
+
+    __call__ = forward
+
+    def subset(self, views) -> "SystemOperator":
+        """The operator of some views (a slice or an index array)."""
+        return SystemOperator(self.system.views(views), self._transposed)
+
+    def fbp(self, g, out=None):
+        """FBP of ``g``, an approximate inverse of ``forward`` (RWLS's 'SARR'
+        preconditioner)."""
+        return self.system.fbp(g, out=out)
+
+    def _flat(self, fn, v, shape):
+        v = np.asarray(v)
+        y = fn(np.ascontiguousarray(v.reshape(shape), dtype=np.float32)).ravel()
+        return y.astype(np.result_type(v.dtype, np.float32), copy=False)
+
+    def matvec(self, x):
+        """``forward`` of a flat vector (length ``shape[1]``)."""
+        return self._flat(self.forward, x, self.domain_shape)
+
+    def rmatvec(self, y):
+        """``adjoint`` of a flat vector (length ``shape[0]``)."""
+        return self._flat(self.adjoint, y, self.range_shape)
