@@ -11,10 +11,10 @@ import sys
 
 import numpy as np
 
-from leap.filter_sequence import (TV, BilateralFilter, BlurFilter, GuidedFilter, LpNorm,
+from leap.compat.filter_sequence import (TV, BilateralFilter, BlurFilter, GuidedFilter, LpNorm,
                                   MedianFilter, denoisingFilter, filterSequence,
                                   histogramSparsity)
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 
 # Upstream's module hands scripts ``torch`` (and ``has_torch``) when torch is installed.
 # Here ``torch`` is imported only when asked for (``from leapctype import *`` does), so a

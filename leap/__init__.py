@@ -9,5 +9,14 @@ from .operators import backproject, project
 
 __version__ = "0.1.0"
 
-__all__ = ["ConeBeam", "ConeParallelBeam", "Detector", "FanBeam", "ModularBeam", "ParallelBeam",
-           "Volume", "backproject", "project"]
+
+def __getattr__(name):
+    # The LEAP front end is imported on first use, so ``import leap`` stays light.
+    if name == "tomographicModels":
+        from .compat import tomographicModels
+        return tomographicModels
+    raise AttributeError(f"module 'leap' has no attribute {name!r}")
+
+
+__all__ = ["tomographicModels", "ConeBeam", "ConeParallelBeam", "Detector", "FanBeam",
+           "ModularBeam", "ParallelBeam", "Volume", "backproject", "project"]

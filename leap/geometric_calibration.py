@@ -2,7 +2,7 @@
 
 These are the numerics behind the LEAP facade's ``find_centerCol``, ``find_tau``,
 ``estimate_tilt``, ``conjugate_difference`` and ``consistency_cost``
-(:mod:`leap.model_geometry_tools`). They follow LEAP's formulas:
+(:mod:`leap.compat.geometry_methods`). They follow LEAP's formulas:
 
 * **Conjugate rays.** In parallel beam the ray (s, φ) is measured again as (−s, φ ± π).
   In fan beam (normalised flat coordinate u = tan α, rotation-axis offset τ,

@@ -2,7 +2,7 @@
 Radon transform, with matched back-projectors and their FBP inversions.
 
 Core functions (arrays in, arrays out, radians and mm); the facade methods are in
-:mod:`leap.model_special`. CPU (NumPy) only: CUDA arrays raise NotImplementedError.
+:mod:`leap.compat.special_methods`. CPU (NumPy) only: CUDA arrays raise NotImplementedError.
 
 Symmetric objects (LEAP ``set_axisOfSymmetry``, one view, parallel or cone beam):
 the volume is a (num_z, num_y, 1) array f(z′, r) of the signed radius r = y (num_y
@@ -24,7 +24,6 @@ import numpy as np
 
 from . import _validate, operators
 from . import arrays as _arrays
-from .algorithms.operator import CTOperator
 from .filters import _spatial_kernel, fft_length, filter_rows, ramp_response
 from .geometry import ConeBeam, ParallelBeam, Volume
 from .kernels.cpu import attenuated as _att
@@ -321,34 +320,3 @@ def _novikov(geometry, volume, g, atten, f, u, w, fov_radius):
                           weights[k])
     f[...] = acc
     return f
-
-
-class SpecialOperator(CTOperator):
-    """:class:`leap.algorithms.operator.CTOperator` of a special model, for the iterative
-    algorithms: ``axis_deg`` (symmetric object) or ``atten`` (attenuated Radon transform)."""
-
-    def __init__(self, geometry, volume, *, axis_deg=None, atten=None, fov_radius=None):
-        super().__init__(geometry, volume, fov_radius=fov_radius)
-        self.axis_deg, self.atten = axis_deg, atten
-
-    def forward(self, f, out=None):
-        if self.axis_deg is not None:
-            return symmetric_project(self.geometry, self.volume, f, self.axis_deg, out=out)
-        return attenuated_project(self.geometry, self.volume, f, self.atten, out=out,
-                                  fov_radius=self.fov_radius)
-
-    def adjoint(self, g, out=None):
-        if self.axis_deg is not None:
-            return symmetric_backproject(self.geometry, self.volume, g, self.axis_deg, out=out)
-        return attenuated_backproject(self.geometry, self.volume, g, self.atten, out=out,
-                                      fov_radius=self.fov_radius)
-
-    def subset(self, views) -> "SpecialOperator":
-        return SpecialOperator(self.geometry[views], self.volume, axis_deg=self.axis_deg,
-                               atten=self.atten, fov_radius=self.fov_radius)
-
-    def fbp(self, g, out=None):
-        if self.axis_deg is not None:
-            return symmetric_fbp(self.geometry, self.volume, g, self.axis_deg, out=out)
-        return attenuated_fbp(self.geometry, self.volume, g, self.atten, out=out,
-                              fov_radius=self.fov_radius)

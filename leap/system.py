@@ -1,6 +1,6 @@
 """``CTSystem``: everything a projector needs, in one immutable value.
 
-Every front end (the LEAP facade :class:`leap.model.tomographicModels`, the torch
+Every front end (the LEAP facade :class:`leap.compat.model.tomographicModels`, the torch
 modules, the Dask layer) hands its problem to the core as a :class:`CTSystem` and calls
 its four maps, so a setting made anywhere reaches every front end alike:
 

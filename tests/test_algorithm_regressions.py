@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import leap.algorithms as alg
-from leap.filter_sequence import TV, LpNorm, filterSequence
-from leap.model import tomographicModels
+from leap.compat.filter_sequence import TV, LpNorm, filterSequence
+from leap.compat.model import tomographicModels
 from leap.regularization import TotalVariation
 
 N = 12          # detector columns and volume side (small: these are input checks)
@@ -422,7 +422,7 @@ def test_asdpocs_tv_phase_keeps_data_fit_and_moves_less_than_sart(sparse_pc):
 def test_asdpocs_with_a_filter_without_gradient(sparse_pc):
     """A median filter (no gradient) steps towards its output, never beyond it, and
     still improves on SART's error on this object."""
-    from leap.filter_sequence import MedianFilter
+    from leap.compat.filter_sequence import MedianFilter
     ct, g, truth = sparse_pc
     seq = filterSequence()
     seq.append(MedianFilter(ct, 0.0, 3))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import leap.algorithms as alg
-from leap.filter_sequence import TV, MedianFilter, filterSequence
-from leap.model import tomographicModels
-from leap.model_algorithms import IterativeMethodsMixin
+from leap.compat.filter_sequence import TV, MedianFilter, filterSequence
+from leap.compat.model import tomographicModels
+from leap.compat.iterative_methods import IterativeMethodsMixin
 from leap.regularization import TotalVariation
 
 if issubclass(tomographicModels, IterativeMethodsMixin):

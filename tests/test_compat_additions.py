@@ -11,10 +11,10 @@ import pytest
 from scipy.ndimage import maximum_filter, minimum_filter
 from scipy.special import eval_legendre
 
-from leap import dictionaries as dicts
+from leap.compat import dictionaries as dicts
 from leap.bpf import bpf
 from leap.dictionary_denoising import dictionary_denoise
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 from leap.rebin import rebin_parallel_sinogram
 
 REPO = Path(__file__).resolve().parent.parent
@@ -599,7 +599,7 @@ def test_rebin_parallel_sinogram_undoes_a_detector_tilt():
 
 
 def test_rebin_parallel_sinogram_feeds_the_bowtie_centre_search():
-    from leap.preprocessing.calibration import bowtie_alignment_metric
+    from leap.compat.preprocessing.calibration import bowtie_alignment_metric
     ct = _fan_or_cone("fan", nA=180, nR=1, nC=96, centerCol=45.0)
     f = _disc_volume(ct, DISCS)
     g = ct.project(ct.allocate_projections(), f)

@@ -10,8 +10,8 @@ nrrd = pytest.importorskip("nrrd")
 tifffile = pytest.importorskip("tifffile")
 
 from leap.io.data import get_file_list, load_data, read_tif, save_data, write_tif  # noqa: E402
-from leap.model import tomographicModels  # noqa: E402
-from leap.model_io import DataIOMixin  # noqa: E402
+from leap.compat.model import tomographicModels  # noqa: E402
+from leap.compat.io_methods import DataIOMixin  # noqa: E402
 
 if issubclass(tomographicModels, DataIOMixin):
     Model = tomographicModels

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 
 #: Exceptions a caller may get: each names what was wrong.
 CLEAR = (ValueError, TypeError, RuntimeError)

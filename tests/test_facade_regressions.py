@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from leap import _threading
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject, rotation_matrix
 
 

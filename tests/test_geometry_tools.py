@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 
 NA, NC = 90, 64
 

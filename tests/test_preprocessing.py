@@ -1,4 +1,4 @@
-"""LEAP's projection pre-processing: leap.preprocessing (``leap_preprocessing_algorithms``)
+"""LEAP's projection pre-processing: leap.compat.preprocessing (``leap_preprocessing_algorithms``)
 and the facade's MeanFilter, badPixelCorrection, transmission_filter, ... methods."""
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ from scipy.interpolate import RegularGridInterpolator
 from scipy.special import erfc
 
 import leap_preprocessing_algorithms as lpa
-from leap import preprocessing as pp
-from leap.model import tomographicModels
+from leap.compat import preprocessing as pp
+from leap.compat.model import tomographicModels
 
 
 # ------------------------------------------------------------------ helpers

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leap import regularization as R
-from leap.filter_sequence import (TV, BilateralFilter, BlurFilter, GuidedFilter, LpNorm,
+from leap.compat.filter_sequence import (TV, BilateralFilter, BlurFilter, GuidedFilter, LpNorm,
                                   MedianFilter, denoisingFilter, filterSequence,
                                   histogramSparsity)
-from leap.model import tomographicModels
-from leap.model_algorithms import IterativeMethodsMixin
+from leap.compat.model import tomographicModels
+from leap.compat.iterative_methods import IterativeMethodsMixin
 
 if issubclass(tomographicModels, IterativeMethodsMixin):
     Model = tomographicModels
@@ -369,7 +369,7 @@ def test_leapctype_exports_filter_sequence():
     names = ("filterSequence", "TV", "histogramSparsity", "BlurFilter", "MedianFilter",
              "LpNorm", "BilateralFilter", "GuidedFilter", "denoisingFilter")
     if not hasattr(leapctype, "filterSequence"):
-        pytest.skip("leapctype does not re-export leap.filter_sequence yet")
+        pytest.skip("leapctype does not re-export leap.compat.filter_sequence yet")
     ns = {}
     exec("from leapctype import *", ns)
     for n in names:

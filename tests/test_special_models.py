@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from leap.model import tomographicModels
+from leap.compat.model import tomographicModels
 
 
 def _adjoint_error(ct, seed=0):

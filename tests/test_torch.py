@@ -88,7 +88,7 @@ def make_map(kind, name, **kw):
 
 # ------------------------------------------------------------------ packaging
 def test_importing_leap_does_not_import_torch():
-    code = ("import sys, leap, leap.model, leap.fbp, leap.operators, leapctype; "
+    code = ("import sys, leap, leap.compat.model, leap.fbp, leap.operators, leapctype; "
             "assert 'torch' not in sys.modules, 'leap imported torch'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 

@@ -23,9 +23,9 @@ from .asdpocs import asd_pocs
 from .em import mlem, osem, poisson_misfit
 from .least_squares import ls, ramp_filter_slices, rls, rwls, wls
 from .mltr import mltr, transmission_misfit
-from .operator import CTOperator, MaskedOperator, sensitivity
+from .operator import CTOperator, sensitivity
 from .sart import sart, sirt
 
-__all__ = ["CTOperator", "MaskedOperator", "sensitivity", "array_namespace", "IterationMonitor",
+__all__ = ["CTOperator", "sensitivity", "array_namespace", "IterationMonitor",
            "sirt", "sart", "mlem", "osem", "ls", "wls", "rls", "rwls", "asd_pocs", "mltr",
            "poisson_misfit", "transmission_misfit", "ramp_filter_slices"]

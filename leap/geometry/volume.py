@@ -9,7 +9,7 @@ order), float32, C-contiguous. Voxel centres, in mm::
 
 In this core model ``offset_z`` is always the centre of the voxel grid. LEAP's own
 ``offsetZ`` means something else for parallel and fan beams (slices are tied to
-detector rows); the facade (:mod:`leap.model`) translates between the two.
+detector rows); the facade (:mod:`leap.compat.model`) translates between the two.
 """
 from __future__ import annotations
 

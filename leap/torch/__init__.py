@@ -14,7 +14,7 @@ numCols)``; the batch size comes from the input and every call returns a new ten
 Gradients are exact (matched back-projection; the exact adjoint of FBP) and twice
 differentiable. See :mod:`leap.torch.modules` for the differences from upstream.
 """
-from ..model import tomographicModels
+from ..compat import tomographicModels
 from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
                         FBPFunctionGPU, FBPReverseFunctionCPU, FBPReverseFunctionGPU,
                         LinearOperatorFunction, ProjectorFunctionCPU, ProjectorFunctionGPU)

@@ -58,7 +58,7 @@ class CTOperator:
 
     @classmethod
     def from_model(cls, leapct, kind: str) -> "CTOperator":
-        """Freeze the current :attr:`~leap.model.tomographicModels.system` of a facade."""
+        """Freeze the current :attr:`~leap.compat.model.tomographicModels.system` of a facade."""
         if kind not in _KINDS:
             raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
         # .system raises a RuntimeError that says which set_* call is missing; it is an

@@ -23,7 +23,7 @@ import weakref
 
 import torch
 
-from ..model import tomographicModels
+from ..compat import tomographicModels
 from ._operator import CTOperator, check_input
 
 __all__ = [

@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from ..model import tomographicModels
+from ..compat import tomographicModels
 from . import functions as _functions
 from ._operator import CTOperator, check_input
 

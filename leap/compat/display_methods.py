@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry import ConeBeam, ModularBeam, ParallelBeam
+from ..geometry import ConeBeam, ModularBeam, ParallelBeam
 
 
 class DisplayMixin:
-    """``display`` and ``sketch_system`` of :class:`leap.model.tomographicModels`."""
+    """``display`` and ``sketch_system`` of :class:`leap.compat.model.tomographicModels`."""
 
     def display(self, vol):
         """Show a 3-D array: napari when installed, otherwise the three central
@@ -41,7 +41,7 @@ class DisplayMixin:
         """Draw the geometry with matplotlib: the source path, the detector of the chosen
         view(s) (default: the first) and the volume box. Returns the figure."""
         import matplotlib.pyplot as plt
-        from .geometry.rays import pixel_rays
+        from ..geometry.rays import pixel_rays
         geo = self.core_geometry()
         views = [0] if whichView is None else list(np.atleast_1d(whichView))
         fig = plt.figure()
@@ -89,7 +89,7 @@ class DisplayMixin:
     @staticmethod
     def _pixel_positions(geo):
         """Pixel centres (num_rows, num_cols, 3) of a one-view divergent geometry, mm."""
-        from .geometry.rays import pixel_rays
+        from ..geometry.rays import pixel_rays
         if isinstance(geo, ConeBeam) and geo.tilt != 0.0:
             geo = geo.to_modular()
         org, dirs = pixel_rays(geo)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import regularization as _reg
-from .algorithms._array import array_namespace, check_no_overlap, vdot
+from .. import regularization as _reg
+from ..algorithms._array import array_namespace, check_no_overlap, vdot
 
 __all__ = ["denoisingFilter", "filterSequence", "TV", "LpNorm", "histogramSparsity",
            "BlurFilter", "MedianFilter", "BilateralFilter", "GuidedFilter"]

@@ -1,7 +1,7 @@
 """LEAP's projection pre-processing algorithms (upstream ``leap_preprocessing_algorithms``).
 
 Same names, arguments and defaults as LEAP. Each function takes a
-:class:`leap.model.tomographicModels` first (``None``: a default one, as LEAP) and
+:class:`leap.compat.model.tomographicModels` first (``None``: a default one, as LEAP) and
 projections ``g`` (numAngles, numRows, numCols) float32, which it modifies in place.
 Differences from LEAP:
 
@@ -18,11 +18,11 @@ Data processing: :func:`gain_correction`, :func:`makeAttenuationRadiographs`,
 :func:`LowSignalCorrection`, :func:`detectorDeblur_FourierDeconv`,
 :func:`detectorDeblur_RichardsonLucy`, :func:`ringRemoval_fast`, :func:`ringRemoval_median`,
 :func:`ringRemoval`, :func:`transmission_shift`. Geometry calibration and image metrics
-(:mod:`leap.preprocessing.calibration`): :func:`parameter_sweep`,
+(:mod:`leap.compat.preprocessing.calibration`): :func:`parameter_sweep`,
 :func:`geometric_calibration`, :func:`find_centerCol_and_tiltAngle`,
 :func:`find_tau_and_tiltAngle`, :func:`find_centerCol_or_tau_bowtie`,
 :func:`bowtie_alignment_metric`, :func:`entropy`, :func:`MTF`, :func:`quadratic_extrema`;
-:class:`ball_phantom_calibration` (:mod:`leap.preprocessing.ball_phantom`).
+:class:`ball_phantom_calibration` (:mod:`leap.compat.preprocessing.ball_phantom`).
 """
 from __future__ import annotations
 

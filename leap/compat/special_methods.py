@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .geometry._checks import finite_float as _as_float
+from ..geometry._checks import finite_float as _as_float
 
 #: what LEAP reports as the axis of symmetry when none is set
 _NO_AXIS = 90.0
@@ -38,7 +38,7 @@ def _host_view(x, name):
 
 
 class SpecialModelsMixin:
-    """Attenuated-Radon and symmetric-object methods of :class:`leap.model.tomographicModels`."""
+    """Attenuated-Radon and symmetric-object methods of :class:`leap.compat.model.tomographicModels`."""
 
     # ----------------------------------------------------- attenuated Radon transform
     def set_attenuationMap(self, mu):
@@ -48,7 +48,7 @@ class SpecialModelsMixin:
         is kept by reference (not copied) when it is already float32 C-contiguous, so
         later changes to it are seen. Replaces a cylindrical map.
         """
-        from . import arrays
+        from .. import arrays
         if arrays.is_cuda_array(mu) or hasattr(mu, "detach"):
             if hasattr(mu, "detach") and not arrays.is_cuda_array(mu):
                 mu = mu.detach().numpy()
@@ -97,7 +97,7 @@ class SpecialModelsMixin:
         return True
 
     def _attenuation(self):
-        from .special_models import AttenuationMap
+        from ..special_models import AttenuationMap
         if self._mu_map is not None:
             return AttenuationMap(mu=self._mu_map)
         return AttenuationMap(coeff=self._mu_coeff, radius=self._mu_radius)
@@ -147,7 +147,7 @@ class SpecialModelsMixin:
     def synthesize_symmetry(self, f_radial):
         """The 3-D volume (numZ, numY, numY) float32 of the symmetric object ``f_radial``
         (numZ, numY, 1); x and y samples are the volume's y samples."""
-        from .special_models import synthesize_symmetry
+        from ..special_models import synthesize_symmetry
         if not self._symmetric():
             raise RuntimeError("synthesize_symmetry needs a symmetric-object model: call "
                                "set_axisOfSymmetry (and set_default_volume) first")
@@ -163,15 +163,6 @@ class SpecialModelsMixin:
             return "symmetric"
         return "attenuated" if self.muSpecified() else None
 
-    def _special_operator(self):
-        """The special model as an operator for the iterative algorithms."""
-        from .special_models import SpecialOperator
-        sym = self._special_model() == "symmetric"
-        return SpecialOperator(self.core_geometry(), self.core_volume(),
-                               axis_deg=self._axis_of_symmetry if sym else None,
-                               atten=None if sym else self._attenuation(),
-                               fov_radius=None if sym else self._fov_override())
-
     # ------------------------------------------------- back-projection filtration
     def BPF(self, g, f=None):
         """Back-projection filtration reconstruction of parallel-beam data ``g`` into ``f``
@@ -186,7 +177,7 @@ class SpecialModelsMixin:
         offset-detector scans (``set_offsetScan(True)``) are weighted as FBP weights them.
         NumPy arrays or torch tensors (CUDA ones go through the host).
         """
-        from .bpf import bpf
+        from ..bpf import bpf
         if self._need_geometry()["geometry"] != "parallel":
             raise ValueError("BPF reconstructs parallel-beam data only (as in LEAP), the "
                              f"geometry is {self.get_geometry()}; use FBP")
@@ -213,7 +204,7 @@ class SpecialModelsMixin:
         f : any 3-D (or 2-D) float32 array, e.g. a volume (numZ, numY, numX); NumPy or
             torch (CUDA tensors go through the host). It need not match the geometry.
         dictionary : (numElements, N_1, N_2, N_3) array of patches, axes in ``f``'s order
-            (N_1 = 1: 2-D patches within each slice); see :mod:`leap.dictionaries`
+            (N_1 = 1: 2-D patches within each slice); see :mod:`leap.compat.dictionaries`
             (upstream's ``generateDictionary``) for ready-made ones.
         sparsityThreshold : int, the most dictionary elements used per patch
             (1..numElements).
@@ -223,7 +214,7 @@ class SpecialModelsMixin:
 
         See :func:`leap.dictionary_denoising.dictionary_denoise` for the algorithm.
         """
-        from .dictionary_denoising import dictionary_denoise
+        from ..dictionary_denoising import dictionary_denoise
         host, write_back = _host_view(f, "f")
         dictionary_denoise(host, dictionary, sparsityThreshold, epsilon)
         write_back()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .io import data as _data
+from ..io import data as _data
 
 
 def _fill(x, load):

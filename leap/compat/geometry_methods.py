@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _validate
-from .geometry._checks import finite_float as _as_float
-from .geometry._checks import integer as _as_int
+from .. import _validate
+from ..geometry._checks import finite_float as _as_float
+from ..geometry._checks import integer as _as_int
 
 
 def _is_torch(x):
@@ -28,7 +28,7 @@ def _torch():
 
 class GeometryToolsMixin:
     """Geometry-editing, calibration and masking methods of
-    :class:`leap.model.tomographicModels`."""
+    :class:`leap.compat.model.tomographicModels`."""
 
     # ============================================================ geometry editing
     def set_numAngles(self, numAngles):
@@ -194,7 +194,7 @@ class GeometryToolsMixin:
         """``[first, last]`` z-slice indices (int32) that the detector's rays cross
         (:func:`leap.geometry.ranges.slice_range`). ``doClip=False`` allows indices
         outside [0, numZ−1] (slices beyond the volume that the rays still reach)."""
-        from .geometry.ranges import slice_range
+        from ..geometry.ranges import slice_range
         return np.array(slice_range(self.core_geometry(), self.core_volume(),
                                     self._fov_radius(), clip=bool(doClip)), dtype=np.int32)
 
@@ -202,13 +202,13 @@ class GeometryToolsMixin:
         """``[first, last]`` view indices (int32) whose rays reach the volume: the views
         whose source height lets the detector see the volume's slices (helical scans);
         all views otherwise."""
-        from .geometry.ranges import view_range
+        from ..geometry.ranges import view_range
         return np.array(view_range(self.core_geometry(), self.core_volume(),
                                    self._fov_radius()), dtype=np.int32)
 
     def _row_range_for_slices(self, first, last):
         """LEAP's rowRangeNeededForBackprojection for slices [first, last]."""
-        from .geometry.ranges import leap_row_range
+        from ..geometry.ranges import leap_row_range
         return leap_row_range(self.core_geometry(), self.core_volume(), self._fov_radius(),
                               first, last)
 
@@ -230,8 +230,8 @@ class GeometryToolsMixin:
         and a full, non-helical scan)."""
         if not self._offset_scan:
             return 0
-        from .geometry import ConeBeam, ModularBeam
-        from .weights import offset_scan_layout
+        from ..geometry import ConeBeam, ModularBeam
+        from ..weights import offset_scan_layout
         geo = self.core_geometry()
         if ((isinstance(geo, ModularBeam) and not geo.axially_aligned)
                 or (isinstance(geo, ConeBeam) and geo.is_helical)):
@@ -247,7 +247,7 @@ class GeometryToolsMixin:
         if g["geometry"] == "modular" and not math.isfinite(r):
             if self._vol is None:
                 return float("inf")
-            from .geometry.ranges import bounding_radius
+            from ..geometry.ranges import bounding_radius
             return 2.0 * (bounding_radius(self.core_volume(), math.inf)
                           + 0.5 * self._vol["voxelWidth"])
         return 2.0 * r
@@ -292,7 +292,7 @@ class GeometryToolsMixin:
 
     def _host_projections(self, g, name="g"):
         """Projections as a NumPy array (torch/CuPy are copied to the host)."""
-        from .arrays import is_cuda_array
+        from ..arrays import is_cuda_array
         if _is_torch(g):
             g = g.detach().cpu().numpy()
         elif is_cuda_array(g):
@@ -303,7 +303,7 @@ class GeometryToolsMixin:
         return g
 
     def _search_range(self, p, searchBounds, scale=1.0, offset=0.0):
-        from .geometric_calibration import default_center_range
+        from ..geometric_calibration import default_center_range
         nc = p.numCols
         if searchBounds is not None:
             b = np.asarray(searchBounds, dtype=np.float64).ravel()
@@ -330,7 +330,7 @@ class GeometryToolsMixin:
         searchBounds : [low, high] candidate centre columns (default: middle 54%).
         Parallel, fan and cone beams; needs ≥ 180° of untruncated data.
         """
-        from . import geometric_calibration as cal
+        from .. import geometric_calibration as cal
         p = self._calibration_params()
         g = self._host_projections(g)
         if p.angularRange + 2.0 * abs(math.degrees(cal.angular_step(p.phis))) < 180.0:
@@ -350,7 +350,7 @@ class GeometryToolsMixin:
     def find_tau(self, g, iRow=-1, searchBounds=None):
         """Estimate tau (rotation-axis offset, mm) from conjugate rays of fan- or cone-beam
         data, set it, and return the cost. searchBounds: [low, high] in mm."""
-        from . import geometric_calibration as cal
+        from .. import geometric_calibration as cal
         p = self._calibration_params()
         if p.kind not in ("fan", "cone"):
             raise ValueError(f"find_tau works for fan- and cone-beam data, not {p.kind}")
@@ -378,7 +378,7 @@ class GeometryToolsMixin:
         projections 180° apart (fan/cone data rebinned to parallel rays). Changes no
         parameter: apply it with ``rotate_detector(alpha)`` (after convert_to_modularbeam)
         or set_tiltAngle. Works best once centerCol is right."""
-        from . import geometric_calibration as cal
+        from .. import geometric_calibration as cal
         p = self._calibration_params()
         a, b = cal.conjugate_projections(self._host_projections(g), p)
         angles, costs = cal.tilt_costs(a, b, p)
@@ -389,7 +389,7 @@ class GeometryToolsMixin:
         """Difference (numRows, numCols) float32 of two projections 180° apart, modelling a
         detector rotated by ``alpha`` degrees and the centre column ``centerCol``
         (default: the current one). Mostly noise when both are right."""
-        from . import geometric_calibration as cal
+        from .. import geometric_calibration as cal
         p = self._calibration_params()
         cc = p.centerCol if centerCol is None else _as_float("centerCol", centerCol)
         shifted = SimpleNamespace(**dict(vars(p), centerCol=cc))
@@ -405,7 +405,7 @@ class GeometryToolsMixin:
         ``Delta_centerRow`` may be a list: [row, col], [row, col, tilt] or
         [row, col, tau, tilt] (for scipy.optimize.minimize). Lower is more consistent.
         """
-        from . import geometric_calibration as cal
+        from .. import geometric_calibration as cal
         if isinstance(Delta_centerRow, (list, tuple, np.ndarray)):
             x = [float(t) for t in np.asarray(Delta_centerRow).ravel()]
             if len(x) == 2:
@@ -431,8 +431,8 @@ class GeometryToolsMixin:
         show up as structure. Scans shorter than a full turn get a plain FBP (as LEAP).
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
-        from .geometric_calibration import ray_derivative
-        from .weights import angular_range_degrees, angular_step
+        from ..geometric_calibration import ray_derivative
+        from ..weights import angular_range_degrees, angular_step
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         angles = geo.view_angles()
@@ -554,7 +554,7 @@ class GeometryToolsMixin:
         """Metal artifact reduction: inside ``metalTrace`` (> 0), replace ``g`` in place by
         ``priorSinogram`` fitted (scale and shift) to the surrounding good data.
         windowSize: half-widths (views, rows, columns), default [3, 1, 50]. Returns True."""
-        from .mar import sinogram_replacement
+        from ..mar import sinogram_replacement
         shape = self.get_projection_dim()
         for name, a in (("g", g), ("priorSinogram", priorSinogram), ("metalTrace", metalTrace)):
             if _is_torch(a):
@@ -580,7 +580,7 @@ class GeometryToolsMixin:
     def down_sample(self, factors, I, dims=None):
         """Anti-aliased down-sampling of a 3-D array by ``factors`` (3 values ≥ 1); output
         shape ``dims`` or ``int(N/factor)`` per axis. Returns a new array."""
-        from .resample import down_sample
+        from ..resample import down_sample
         arr, t = self._as_numpy3(I, "I")
         out = down_sample(arr, factors, dims)
         return _torch().from_numpy(out).to(I.device) if t else out
@@ -588,7 +588,7 @@ class GeometryToolsMixin:
     def up_sample(self, factors, I, dims=None):
         """Linear up-sampling of a 3-D array by ``factors`` (3 values ≥ 1); output shape
         ``dims`` or ``int(N·factor)`` per axis. Returns a new array."""
-        from .resample import up_sample
+        from ..resample import up_sample
         arr, t = self._as_numpy3(I, "I")
         out = up_sample(arr, factors, dims)
         return _torch().from_numpy(out).to(I.device) if t else out

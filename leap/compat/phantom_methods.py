@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate
-from .geometry._checks import integer as _as_int
+from .. import _validate
+from ..geometry._checks import integer as _as_int
 
 
 class PhantomMixin:
     """``addObject``, ``set_FORBILD``, ``set_SheppLogan``, ``rayTrace`` … of
-    :class:`leap.model.tomographicModels` (built on :mod:`leap.phantoms`)."""
+    :class:`leap.compat.model.tomographicModels` (built on :mod:`leap.phantoms`)."""
 
     def _phantom_objects(self):
-        from .phantoms import Phantom
+        from ..phantoms import Phantom
         if self._phantom is None:
             self._phantom = Phantom()
         return self._phantom
@@ -51,7 +51,7 @@ class PhantomMixin:
         val : value inside the object (attenuation per mm); it replaces what is there.
         A : (3, 3) rotation about the centre; clip : (3,) clipping planes, mm.
         """
-        from .phantoms import Phantom, PhantomObject
+        from ..phantoms import Phantom, PhantomObject
         c = [c, c, c] if np.ndim(c) == 0 else c
         r = [r, r, r] if np.ndim(r) == 0 else r
         kw = dict(kind=int(typeOfObject), centre=c, radii=r, value=float(val))
@@ -73,7 +73,7 @@ class PhantomMixin:
 
     def set_FORBILD(self, f=None, includeEar=True, oversampling=1):
         """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom."""
-        from .phantoms import forbild_head
+        from ..phantoms import forbild_head
         ph = forbild_head(include_ear=includeEar)
         return self._place(ph, f, oversampling)
 
@@ -83,7 +83,7 @@ class PhantomMixin:
         By default the phantom fills 90 % of the volume's smaller in-plane half-width.
         Voxelised into ``f``, or (f=None) added to the analytic phantom.
         """
-        from .phantoms import shepp_logan_3d
+        from ..phantoms import shepp_logan_3d
         if radius is None:
             v = self.core_volume()
             radius = 0.45 * min(v.num_x, v.num_y) * v.voxel_width
@@ -116,7 +116,7 @@ class PhantomMixin:
         as a detector would).
         Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
         """
-        from .geometry.rays import pixel_rays
+        from ..geometry.rays import pixel_rays
         if self._phantom is None or len(self._phantom) == 0:
             raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
                                "or set_FORBILD(None) first")

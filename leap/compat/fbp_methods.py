@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate
-from .geometry._checks import finite_float as _as_float
-from .geometry._checks import integer as _as_int
+from .. import _validate
+from ..geometry._checks import finite_float as _as_float
+from ..geometry._checks import integer as _as_int
 
 
 class FBPMixin:
     """``FBP``, ``filterProjections``, ``set_rampFilter`` … of
-    :class:`leap.model.tomographicModels` (built on :mod:`leap.fbp`)."""
+    :class:`leap.compat.model.tomographicModels` (built on :mod:`leap.fbp`)."""
 
     def set_rampFilter(self, which):
         """Ramp filter: LEAP's order 0..12 (2 = Shepp–Logan, default; 12 = Ram-Lak), or
         (leap extension) a window name 'hann', 'hamming', 'cosine' on the Ram-Lak ramp."""
-        from .filters import WINDOWS
+        from ..filters import WINDOWS
         if isinstance(which, str):
             if which.lower() not in WINDOWS:
                 raise ValueError(f"ramp filter window must be one of {sorted(WINDOWS)}, got {which!r}")
@@ -97,7 +97,7 @@ class FBPMixin:
 
     def get_FBPscalar(self):
         """LEAP's FBP scale factor (see :func:`leap.weights.fbp_scale`)."""
-        from .weights import fbp_scale
+        from ..weights import fbp_scale
         return float(fbp_scale(self.core_geometry(), self.core_volume()))
 
     def FBP(self, g, f=None, inplace=False):
@@ -118,7 +118,7 @@ class FBPMixin:
     def filterProjections(self, g, g_out=None):
         """Apply FBP's weights and ramp filter to ``g`` (in place, or into ``g_out``);
         :meth:`weightedBackproject` of the result gives the FBP reconstruction."""
-        from .fbp import filter_projections
+        from ..fbp import filter_projections
         geo, vol = self.core_geometry(), self.core_volume()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -136,8 +136,8 @@ class FBPMixin:
 
     def rampFilterProjections(self, g, scalar=1.0):
         """Ramp-filter the rows of ``g`` in place (no geometric weights), times ``scalar``."""
-        from .fbp import _sample_spacing
-        from .filters import filter_rows, ramp_response
+        from ..fbp import _sample_spacing
+        from ..filters import filter_rows, ramp_response
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -152,8 +152,8 @@ class FBPMixin:
     def _filtered_backprojection(self, g, f, row_filter, *, inplace=False, offset_scan=None):
         """FBP of ``g`` with ``row_filter(q, geometry)`` in place of the ramp filter (CPU,
         NumPy); ``inplace`` leaves the filtered data in ``g`` where the shapes allow."""
-        from .fbp import _check_axial_modular, filter_projections, weighted_backproject
-        from .geometry import ModularBeam
+        from ..fbp import _check_axial_modular, filter_projections, weighted_backproject
+        from ..geometry import ModularBeam
         geo, vol = self.core_geometry(), self.core_volume()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -206,7 +206,7 @@ class FBPMixin:
         return g
 
     def _fbp_steps(self, g):
-        from .fbp import _filter_steps
+        from ..fbp import _filter_steps
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -219,7 +219,7 @@ class FBPMixin:
         h[n] = 2/(πn) for odd n, 0 for even n (curved cone detectors: times s/sin(s),
         s = n·pixelWidth·sod/sdd / sod), zero-padded to a power of two ≥ 2·numCols (edge
         values extended for truncated scans). Returns ``g``."""
-        from .filters import hilbert_filter_rows
+        from ..filters import hilbert_filter_rows
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -229,7 +229,7 @@ class FBPMixin:
         """LEAP's 2-D ramp filter of every z-slice of ``f``, in place: response
         √(X² + Y² − (XY/2)²)/voxelWidth with X = 2|sin(ω_x/2)| (likewise Y), zero-padded
         to ``optimalFFTsize(2·max(numY, numX))``. Returns ``f``."""
-        from .algorithms.least_squares import ramp_filter_slices
+        from ..algorithms.least_squares import ramp_filter_slices
         _validate.check_array("f", f, self.core_volume().shape)
         _validate.check_finite("f", f)
         n = self.optimalFFTsize(2 * max(f.shape[1], f.shape[2]))
@@ -263,7 +263,7 @@ class FBPMixin:
 
     def weightedBackproject(self, g, f):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""
-        from .fbp import weighted_backproject
+        from ..fbp import weighted_backproject
         f = weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
                                  fov_radius=self.fbp_options()["fov_radius"])
         self.apply_volume_mask(f)

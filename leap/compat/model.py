@@ -16,21 +16,21 @@ import warnings
 
 import numpy as np
 
-from . import _validate
-from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
+from .. import _validate
+from ..geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
-from .geometry._checks import MAX_COUNT as _MAX_COUNT
-from .geometry._checks import finite_float as _as_float
-from .geometry._checks import integer as _as_int
-from .geometry._checks import positive_int as _positive_int
-from .model_algorithms import IterativeMethodsMixin
-from .model_display import DisplayMixin
-from .model_fbp import FBPMixin
-from .model_geometry_tools import GeometryToolsMixin
-from .model_io import DataIOMixin
-from .model_phantoms import PhantomMixin
-from .model_preprocessing import PreprocessingMixin
-from .model_special import SpecialModelsMixin
+from ..geometry._checks import MAX_COUNT as _MAX_COUNT
+from ..geometry._checks import finite_float as _as_float
+from ..geometry._checks import integer as _as_int
+from ..geometry._checks import positive_int as _positive_int
+from .iterative_methods import IterativeMethodsMixin
+from .display_methods import DisplayMixin
+from .fbp_methods import FBPMixin
+from .geometry_methods import GeometryToolsMixin
+from .io_methods import DataIOMixin
+from .phantom_methods import PhantomMixin
+from .preprocessing_methods import PreprocessingMixin
+from .special_methods import SpecialModelsMixin
 
 
 class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, IterativeMethodsMixin,
@@ -77,11 +77,11 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     def about(self):
         """Print the version of leap."""
-        from . import __version__
+        from .. import __version__
         print(f"leap {__version__}: LEAP-compatible CT projectors in Python (Numba CPU and CUDA back-ends)")
 
     def version(self):
-        from . import __version__
+        from .. import __version__
         return __version__
 
     def ct_geometry_defined(self):
@@ -342,7 +342,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         forward model, field of view, mask, FBP options, devices): what every computing
         method of this facade calls, and what other front ends (torch, Dask) take over.
         A new immutable value on every access; later settings do not change it."""
-        from .system import Attenuated, CTSystem, FBPOptions, Symmetric
+        from ..system import Attenuated, CTSystem, FBPOptions, Symmetric
         geo, vol = self.core_geometry(), self.core_volume()
         model = None
         if self._axis_of_symmetry is not None:
@@ -404,7 +404,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """Resample curved cone-beam data measured at the fan angles ``fanAngles``
         (degrees, one per column; real curved detectors are flat modules on a polygon)
         onto ideal equi-angular columns, in place. Returns True."""
-        from .rebin import rebin_curved
+        from ..rebin import rebin_curved
         if hasattr(fanAngles, "detach"):
             fanAngles = fanAngles.detach().cpu().numpy()
         rebin_curved(self.core_geometry(), self._host_array("g", g), fanAngles, order)
@@ -417,7 +417,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         Short and helical scans lose the views not fully measured: the geometry then
         has fewer angles, the first views of ``g`` hold the data and the rest are zero
         (resize ``g`` with ``g[:leapct.get_numAngles()]``). Returns True."""
-        from .rebin import rebin_parallel
+        from ..rebin import rebin_parallel
         g0 = self._geom
         arr = self._host_array("g", g)
         new, _ = rebin_parallel(self.core_geometry(), arr, order)
@@ -445,7 +445,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         180° of a centred detector twice as wide. A torch tensor in gives a CPU tensor
         out. See :func:`leap.rebin.rebin_parallel_sinogram`.
         """
-        from .rebin import rebin_parallel_sinogram
+        from ..rebin import rebin_parallel_sinogram
         arr = self._host_array("g", g)
         sino = rebin_parallel_sinogram(self.core_geometry(), arr, order, iRow,
                                        offset_scan=bool(self._offset_scan))
@@ -647,7 +647,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     def get_angularRange(self):
         """Angular range in degrees, counting half a step at either end (as LEAP)."""
-        from .weights import angular_range
+        from ..weights import angular_range
         return angular_range(self.get_angles())
 
     def get_sourcePositions(self):
@@ -751,7 +751,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """Check that ``g`` (numAngles, numRows, numCols) and ``f`` (numZ, numY, numX) are
         float32 C-contiguous arrays of one kind matching the geometry and volume; returns
         True or raises with what was expected (LEAP prints and returns False)."""
-        from . import arrays
+        from .. import arrays
         if type(g) is not type(f):
             raise TypeError(f"g and f must be arrays of the same kind, got {type(g).__name__} "
                             f"and {type(f).__name__}")
@@ -785,7 +785,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # -------------------------------------------------------------- devices
     def number_of_gpus(self):
         """Number of CUDA GPUs leap can use (0 without a CUDA driver)."""
-        from .gpu import device_count
+        from ..gpu import device_count
         return device_count()
 
     def set_maxSlicesForChunking(self, N):
@@ -799,14 +799,6 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             raise ValueError(f"N must be >= 0, got {n}")
         self._max_slices = n
         return True
-
-    def _fov_override(self):
-        """The field-of-view radius when set_diameterFOV or set_offsetScan changed it."""
-        if self._fov_diameter is not None:
-            return 0.5 * self._fov_diameter
-        if self._offset_scan:
-            return self._offset_fov_radius()
-        return None
 
     def set_gpu(self, which):
         """Choose the device: -1 for the CPU, or a GPU index."""
@@ -918,7 +910,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # ------------------------------------------------------------ param files
     def save_param(self, fileName):
         """Write the geometry and volume to a LEAP parameter file."""
-        from .io import write_param_file
+        from ..io import write_param_file
         d = {}
         if self._vol is not None:
             d.update(self._vol)
@@ -949,7 +941,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """Read LEAP parameters (geometry and, when present, volume): from a parameter
         file (``param_type`` 0; current or legacy key names) or, with ``param_type`` 1,
         from a dict of a file's keys and values (:meth:`parse_param_dic`)."""
-        from .io import read_param_dict, read_param_file
+        from ..io import read_param_dict, read_param_file
         if param_type not in (0, 1):
             raise ValueError(f"param_type must be 0 (a parameter file) or 1 (a dict of its "
                              f"keys and values), got {param_type!r}")
@@ -992,7 +984,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def parse_param_dic(self, param_fn):
         """A parameter file's ``key = value`` lines as a dict (numbers as floats, lists
         and names as strings), LEAP's format for ``load_param(d, param_type=1)``."""
-        from .io.params import read_param_entries
+        from ..io.params import read_param_entries
         return read_param_entries(param_fn)
 
     # ------------------------------------------------------------- utilities

@@ -5,9 +5,9 @@
 (``TVcost``, ``TVgradient``, ``TVquadForm``, ``diffuse``, ``TV_denoise``), the
 denoising filters the filter-sequence classes use (``BlurFilter``, ``MedianFilter``,
 ...), ``sensitivity`` and ``breakIntoSubsets``, with LEAP's argument names, order and
-defaults. It holds no numerics: it builds a :class:`leap.algorithms.CTOperator` from
-``self.core_geometry()`` and ``self.core_volume()`` and calls :mod:`leap.algorithms`
-and :mod:`leap.regularization`.
+defaults. It holds no numerics: the operator is ``self.system.operator()`` (the
+facade's :class:`leap.system.CTSystem`: field of view, mask and forward model
+included), and the methods call :mod:`leap.algorithms` and :mod:`leap.regularization`.
 
 Beyond LEAP, every iterative method takes keyword-only ``progress`` (a tqdm bar for
 runs longer than a second; ``False`` turns it off) and ``callback(iteration, f,
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numbers
 
-from . import algorithms as _alg
-from . import regularization as _reg
+from .. import algorithms as _alg
+from .. import regularization as _reg
 from .filter_sequence import TV, denoisingFilter, filterSequence
 
 
@@ -45,7 +45,7 @@ def _filtered_in_place(f):
     """``f`` for a filter that writes its result into it: raise a TypeError naming ``f``
     unless it is a floating-point 2-D or 3-D array (an integer array would silently
     truncate the filtered values)."""
-    from .algorithms._array import check_array_argument
+    from ..algorithms._array import check_array_argument
     check_array_argument("f", f, "a float32 2-D or 3-D array (filtered in place)")
     if getattr(f.dtype, "kind", "f") != "f":
         raise TypeError(f"f must be a floating-point (float32) array: it is filtered in place, "
@@ -68,13 +68,7 @@ class IterativeMethodsMixin:
 
     # ------------------------------------------------------------- helpers
     def _operator(self):
-        if self._special_model():   # attenuated Radon transform or symmetric object
-            op = self._special_operator()
-        else:
-            op = _alg.CTOperator(self.core_geometry(), self.core_volume())
-        if self.volume_mask is not None and tuple(self.volume_mask.shape) == op.domain_shape:
-            op = _alg.MaskedOperator(op, self.volume_mask)
-        return op
+        return self.system.operator()
 
     def _checked_operator(self, g, f):
         """The operator of an iterative method, after checking that ``g`` and ``f`` are
@@ -82,15 +76,16 @@ class IterativeMethodsMixin:
         is not the volume mask's memory (it would change the operator while it runs).
         Shapes, dtypes, finiteness and the overlap of ``f`` with the other inputs are
         checked by :func:`leap.algorithms._common.check_inputs`."""
-        from .algorithms._array import (check_array_argument, check_no_overlap, computable,
+        from ..algorithms._array import (check_array_argument, check_no_overlap, computable,
                                         is_array)
         op = self._operator()
         check_array_argument("g", g, f"the projections (a float32 array of shape "
                                      f"{tuple(op.range_shape)})")
         check_array_argument("f", f, f"the volume to update in place (a float32 array of "
                                      f"shape {tuple(op.domain_shape)})")
-        if isinstance(op, _alg.MaskedOperator) and is_array(op.mask):
-            check_no_overlap("f", computable(f), **{"the volume mask": computable(op.mask)})
+        mask = op.system.mask
+        if mask is not None and is_array(mask):
+            check_no_overlap("f", computable(f), **{"the volume mask": computable(mask)})
         return op
 
     def set_numTVneighbors(self, N):
@@ -107,7 +102,7 @@ class IterativeMethodsMixin:
     def sensitivity(self, f=None):
         """Back-projection of all-ones projections, ``Pᵀ1``, into ``f`` (allocated when
         None); returns ``f``."""
-        from .algorithms._array import check_array_argument, check_shape, prepare
+        from ..algorithms._array import check_array_argument, check_shape, prepare
         if f is None:
             f = self.allocate_volume()
         op = self._operator()
@@ -123,7 +118,7 @@ class IterativeMethodsMixin:
         if isinstance(numSubsets, bool) or not isinstance(numSubsets, numbers.Integral) \
                 or numSubsets <= 0:
             raise ValueError(f"numSubsets must be a positive integer, got {numSubsets!r}")
-        from .algorithms._array import check_array_argument, computable
+        from ..algorithms._array import check_array_argument, computable
         check_array_argument("g", g, "a 3-D projection array (numAngles, numRows, numCols)")
         if getattr(g, "ndim", 0) != 3:
             raise ValueError("g must be a 3-D projection array (numAngles, numRows, numCols)")
@@ -223,7 +218,7 @@ class IterativeMethodsMixin:
     # ------------------------------------------------------ least squares
     def _default_weights(self, g):
         """LEAP's default WLS weights: ``exp(−blur₂D(g, FWHM 3))``."""
-        from .algorithms._array import computable
+        from ..algorithms._array import computable
         g = computable(g)
         xp = _alg.array_namespace(g)
         return xp.exp(-_reg.blur(g, 3.0, num_dims=2)).astype(xp.float32)
@@ -380,7 +375,7 @@ class IterativeMethodsMixin:
         if prior is None or isinstance(prior, numbers.Real):
             return self.BilateralFilter(f, spatialFWHM, intensityFWHM,
                                         1.0 if prior is None else float(prior))
-        from .algorithms._array import check_array_argument
+        from ..algorithms._array import check_array_argument
         check_array_argument("prior", prior, "None, a number or an array of f's shape")
         # bilateral() writes f only once its result is complete, so a prior that shares
         # memory with f (e.g. prior=f) gives the same result as a copy of it.

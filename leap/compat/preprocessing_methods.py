@@ -2,7 +2,7 @@
 low-signal correction, transmission-domain filtering).
 
 The stand-alone algorithms behind ``leap_preprocessing_algorithms`` live in
-:mod:`leap.preprocessing`; the numerics of these methods in :mod:`leap.preprocessing.core`.
+:mod:`leap.compat.preprocessing`; the numerics of these methods in :mod:`leap.compat.preprocessing.core`.
 Like LEAP, each method works in place on the array it is given and returns it (NumPy
 float32; torch tensors and CuPy arrays go through a host copy written back). Where LEAP
 prints ``Error:`` and returns False, these methods raise.
@@ -13,7 +13,7 @@ from .preprocessing import core as _core
 
 
 class PreprocessingMixin:
-    """Pre-processing methods of :class:`leap.model.tomographicModels`."""
+    """Pre-processing methods of :class:`leap.compat.model.tomographicModels`."""
 
     # ---------------------------------------------------------- local filters
     def MeanFilter(self, x, windowRadius=1):
