@@ -249,3 +249,20 @@ def device_context(ordinal):
         return nullcontext()
     from numba import cuda
     return cuda.gpus[int(ordinal)]
+
+
+# ------------------------------------------------------------ data conversions
+def exp_neg(x):
+    """``x ← exp(−x)`` in place: line integrals (attenuation) → transmission; returns x."""
+    np.exp(np.negative(x, out=x), out=x)
+    return x
+
+
+def neg_log(x, gray_value: float = 1.0):
+    """``x ← −log(x / gray_value)`` in place: transmission → line integrals; returns x.
+    ``gray_value`` is the flat-field (unattenuated) value, > 0."""
+    if not gray_value > 0:
+        raise ValueError(f"gray_value must be positive, got {gray_value}")
+    np.log(np.divide(x, gray_value, out=x), out=x)
+    np.negative(x, out=x)
+    return x

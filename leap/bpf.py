@@ -28,26 +28,15 @@ import numpy as np
 
 from . import _validate, operators
 from .algorithms.least_squares import ramp_filter_slices
+from .filters import optimal_fft_size
 from .geometry import ParallelBeam, Volume
 from .weights import (fbp_scale, offset_scan_layout, offset_scan_weights, parker_weights,
                       view_weights)
 
-__all__ = ["bpf", "optimal_fft_size"]
+__all__ = ["bpf"]
 
 #: Working memory (bytes) of one block of slices: the slices are filtered in blocks.
 _BLOCK_BYTES = 1 << 29
-
-
-def optimal_fft_size(n: int) -> int:
-    """LEAP's FFT length: the smallest 2^a·3^b ≥ n with a ≥ 1."""
-    best, p2 = None, 2
-    while best is None or p2 < best:
-        m = p2
-        while m < n:
-            m *= 3
-        best = m if best is None else min(best, m)
-        p2 *= 2
-    return best
 
 
 def bpf(geometry: ParallelBeam, volume: Volume, g: np.ndarray, out: np.ndarray | None = None,

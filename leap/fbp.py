@@ -106,12 +106,29 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
         w = w * parker
     if pre is not None:
         w = w * pre
-    curved = getattr(geometry.detector, "curved", False)
-    H = ramp_response(geometry.detector.num_cols, _sample_spacing(geometry), ramp_filter,
-                      lowpass=lowpass, window=window,
-                      curved_pixel_angle=(geometry.detector.pixel_width / geometry.sdd) if curved else None)
+    H = geometry_ramp_response(geometry, ramp_filter, lowpass, window)
     H *= fbp_scale(geometry, volume)
     return w.astype(np.float32), H, None if post is None else post.astype(np.float32)
+
+
+def geometry_ramp_response(geometry, ramp_filter=2, lowpass=1.0, window="none") -> np.ndarray:
+    """The ramp filter's response (:func:`leap.filters.ramp_response`) for this geometry's
+    detector: samples spaced as the columns are at the axis, the fan-beam form for curved
+    detectors. Unscaled (FBP multiplies it by :func:`leap.weights.fbp_scale`)."""
+    d = geometry.detector
+    curved = getattr(d, "curved", False)
+    return ramp_response(d.num_cols, _sample_spacing(geometry), ramp_filter, lowpass=lowpass,
+                         window=window,
+                         curved_pixel_angle=(d.pixel_width / geometry.sdd) if curved else None)
+
+
+def ramp_filter_rows(geometry, g, *, ramp_filter=2, lowpass=1.0, window="none", scale=1.0,
+                     truncated_scan=False):
+    """``g`` (num_angles, num_rows, num_cols) ramp filtered along its rows in place, times
+    ``scale`` (no geometric weights: LEAP's ``rampFilterProjections``); returns ``g``."""
+    filter_rows(g, geometry_ramp_response(geometry, ramp_filter, lowpass, window) * scale,
+                extrapolate=truncated_scan)
+    return g
 
 
 def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, window="none",

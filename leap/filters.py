@@ -40,6 +40,28 @@ def fft_length(num_cols: int) -> int:
     return 1 << int(math.ceil(math.log2(max(2 * int(num_cols), 2))))
 
 
+def optimal_fft_size(n: int) -> int:
+    """LEAP's FFT length for n samples: the smallest 2^a·3^b ≥ n with a ≥ 1."""
+    best, p2 = None, 2
+    while best is None or p2 < best:
+        m = p2
+        while m < n:
+            m *= 3
+        best = m if best is None else min(best, m)
+        p2 *= 2
+    return best
+
+
+def ramp_filter_volume(f, voxel_width: float):
+    """LEAP's 2-D ramp filter of every z-slice of ``f`` (num_z, num_y, num_x), in place:
+    response √(X² + Y² − (XY/2)²)/voxel_width with X = 2|sin(ω_x/2)| (likewise Y),
+    zero-padded to ``optimal_fft_size(2·max(num_y, num_x))``. Returns ``f``."""
+    from .algorithms.least_squares import ramp_filter_slices
+    ramp_filter_slices(f, out=f, n=optimal_fft_size(2 * max(f.shape[1], f.shape[2])))
+    f *= np.float32(1.0 / voxel_width)
+    return f
+
+
 def _spatial_kernel(order: int, s: np.ndarray) -> np.ndarray:
     s2 = s * s
     sl = 1.0 / (np.pi * (0.25 - s2))

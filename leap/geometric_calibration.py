@@ -412,3 +412,182 @@ def ray_derivative(q: np.ndarray, pixel_width: float) -> np.ndarray:
     q[..., 0] = (t[..., 1] - t[..., 0]) * c
     q[..., -1] = (t[..., -1] - t[..., -2]) * c
     return q
+
+
+# ------------------------------------------------------- searches on a core geometry
+# What the LEAP facade's find_centerCol, find_tau, estimate_tilt, conjugate_difference,
+# consistency_cost and inconsistencyReconstruction compute, from a core geometry.
+def calibration_params(geometry) -> SimpleNamespace:
+    """The parameters the functions above take, from a parallel-, fan-, cone- or
+    cone-parallel-beam geometry: LEAP's names, internal angles ``phis`` = ψ − π/2
+    (radians), ``tiltAngle`` and ``angularRange`` in degrees, ``kind`` one of 'parallel',
+    'fan', 'cone', 'cone_parallel'. Raises ValueError for modular beams."""
+    from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
+    from .weights import angular_range_degrees
+    kinds = ((ParallelBeam, "parallel"), (FanBeam, "fan"), (ConeBeam, "cone"),
+             (ConeParallelBeam, "cone_parallel"))
+    kind = next((name for cls, name in kinds if isinstance(geometry, cls)), None)
+    if kind is None:
+        what = "modular beams" if isinstance(geometry, ModularBeam) else type(geometry).__name__
+        raise ValueError("geometric calibration works for parallel-, fan- and cone-beam "
+                         f"geometries, not {what}")
+    d = geometry.detector
+    return SimpleNamespace(
+        kind=kind, phis=geometry.angles - 0.5 * np.pi, numAngles=geometry.num_angles,
+        numRows=d.num_rows, numCols=d.num_cols, pixelHeight=d.pixel_height,
+        pixelWidth=d.pixel_width, centerRow=d.center_row, centerCol=d.center_col,
+        sod=getattr(geometry, "sod", 0.0), sdd=getattr(geometry, "sdd", 0.0),
+        tau=getattr(geometry, "tau", 0.0), curved=d.curved,
+        tiltAngle=math.degrees(geometry.tilt) if kind == "cone" else 0.0,
+        helical=kind in ("cone", "cone_parallel") and geometry.is_helical,
+        angularRange=angular_range_degrees(geometry.angles))
+
+
+def search_row(p: SimpleNamespace, i_row=None) -> int:
+    """The detector row a conjugate-ray search uses: ``i_row``, or, when that is None or
+    off the detector, the row nearest the central ray (centerRow)."""
+    if i_row is None or i_row < 0 or i_row > p.numRows - 1:
+        return max(0, min(p.numRows - 1, math.floor(0.5 + p.centerRow)))
+    return int(i_row)
+
+
+def search_columns(num_cols: int, bounds=None, offset_scan: bool = False, scale: float = 1.0,
+                   offset: float = 0.0) -> tuple[int, int]:
+    """Candidate columns ``(lo, hi)`` of a conjugate-ray search.
+
+    ``bounds``: ``[low, high]`` in units that map to columns as ``b/scale + offset``
+    (centre columns: scale 1, offset 0; tau in mm: scale = pixelWidth·sod/sdd, offset =
+    (numCols−1)/2), rounded to the nearest columns; ``None`` or ``[-1, -1]`` (LEAP's
+    "unset"): :func:`default_center_range`. Raises ValueError for bounds that are not two
+    finite numbers, are not ordered or fall off the detector.
+    """
+    if bounds is not None:
+        b = np.asarray(bounds, dtype=np.float64).ravel()
+        if b.size != 2 or not np.all(np.isfinite(b)):
+            raise ValueError(f"search bounds (searchBounds) must be 2 numbers [low, high], "
+                             f"got {bounds!r}")
+        lo, hi = b / scale + offset
+        if 0.0 <= lo <= hi <= num_cols - 1:
+            return int(0.5 + lo), int(0.5 + hi)
+        if not np.all(b == -1.0):
+            raise ValueError(f"search bounds (searchBounds) {b.tolist()} fall outside the "
+                             f"detector (column indices 0..{num_cols - 1}) or are not ordered")
+    return default_center_range(num_cols, offset_scan)
+
+
+def _check_data(geometry, g) -> None:
+    """Projections must be finite float32 NumPy arrays of the geometry's shape."""
+    from . import _validate
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+
+
+def _check_half_turn(p: SimpleNamespace, what: str) -> None:
+    if p.angularRange + 2.0 * abs(math.degrees(angular_step(p.phis))) < 180.0:
+        raise ValueError(f"{what} needs at least 180 degrees of data, got {p.angularRange:.4g}")
+
+
+def _warn_search(p: SimpleNamespace, what: str, offset_scan: bool) -> None:
+    import warnings
+    if offset_scan:
+        warnings.warn(f"{what} may not work for offset scans", RuntimeWarning, stacklevel=4)
+    if p.helical:
+        warnings.warn(f"{what} will likely not work for helical data", RuntimeWarning,
+                      stacklevel=4)
+
+
+def find_center_col(geometry, g: np.ndarray, i_row=None, bounds=None, *,
+                    offset_scan: bool = False) -> tuple[float, float]:
+    """The centre column that makes conjugate rays of ``g`` (num_angles, num_rows,
+    num_cols) agree best, and the cost there (mean squared difference of conjugate
+    rays): ``(center_col, cost)``.
+
+    ``i_row``: the row to use (:func:`search_row`); ``bounds``: candidate centre columns
+    (:func:`search_columns`, default the middle 54 %, 80 % for an ``offset_scan``).
+    Parallel, fan and cone beams; needs at least 180° of untruncated data.
+    """
+    p = calibration_params(geometry)
+    _check_data(geometry, g)
+    _check_half_turn(p, "the centre-column search")
+    _warn_search(p, "the centre-column search", offset_scan)
+    row = search_row(p, i_row)
+    lo, hi = search_columns(p.numCols, bounds, offset_scan)
+    if p.kind == "parallel":
+        costs = parallel_center_costs(g, p, row, lo, hi)
+    else:
+        costs = divergent_center_costs(rotated_sinogram(g, p, row), p, lo, hi, False)
+    return find_minimum(costs, lo, hi)
+
+
+def find_tau(geometry, g: np.ndarray, i_row=None, bounds=None, *,
+             offset_scan: bool = False) -> tuple[float, float]:
+    """The rotation-axis offset tau (mm) that makes conjugate rays of fan- or cone-beam
+    data ``g`` agree best, and the cost there: ``(tau, cost)``. Candidates are whole
+    columns at the axis, tau = pixelWidth·sod/sdd·(n − (numCols−1)/2); ``bounds``:
+    ``[low, high]`` in mm (:func:`search_columns`)."""
+    p = calibration_params(geometry)
+    if p.kind not in ("fan", "cone"):
+        raise ValueError(f"the tau search works for fan- and cone-beam data, not {p.kind}")
+    _check_data(geometry, g)
+    _check_half_turn(p, "the tau search")
+    _warn_search(p, "the tau search", offset_scan)
+    row = search_row(p, i_row)
+    step = p.pixelWidth * p.sod / p.sdd
+    lo, hi = search_columns(p.numCols, bounds, offset_scan, step, 0.5 * (p.numCols - 1))
+    costs = divergent_center_costs(rotated_sinogram(g, p, row), p, lo, hi, True)
+    pos, value = find_minimum(costs, lo, hi)
+    return step * (pos - 0.5 * (p.numCols - 1)), value
+
+
+def find_tilt(geometry, g: np.ndarray) -> float:
+    """The detector tilt (rotation about the optical axis), degrees on LEAP's grid of
+    ±4.9° in 0.1° steps refined by a parabola, from two projections of ``g`` 180° apart
+    (fan and cone data rebinned to parallel rays). Works best once centerCol is right."""
+    p = calibration_params(geometry)
+    _check_data(geometry, g)
+    a, b = conjugate_projections(g, p)
+    angles, costs = tilt_costs(a, b, p)
+    pos, _ = find_minimum(costs, 0, costs.size - 1)
+    return float(angles[0] + TILT_STEP * pos)
+
+
+def conjugate_view_difference(geometry, g: np.ndarray, alpha: float = 0.0,
+                              center_col: float | None = None) -> np.ndarray:
+    """Difference (num_rows, num_cols) float32 of two projections of ``g`` 180° apart,
+    modelling a detector rotated by ``alpha`` degrees about the optical axis and the
+    centre column ``center_col`` (default: the geometry's). Mostly noise when both are
+    right."""
+    p = calibration_params(geometry)
+    _check_data(geometry, g)
+    cc = p.centerCol if center_col is None else float(center_col)
+    a, b = conjugate_projections(g, SimpleNamespace(**dict(vars(p), centerCol=cc)))
+    return conjugate_difference(a, b, p, float(alpha), cc).astype(np.float32)
+
+
+def scan_consistency_cost(geometry, g: np.ndarray, d_row: float = 0.0, d_col: float = 0.0,
+                          d_tau: float = 0.0, d_tilt: float = 0.0) -> float:
+    """:func:`consistency_cost` of an axial flat-panel cone-beam scan ``g`` for
+    perturbations of the centre row and column (pixels), tau (mm) and the tilt
+    (degrees). Lower is more consistent."""
+    p = calibration_params(geometry)
+    if p.kind != "cone" or p.curved or p.helical:
+        raise ValueError("the consistency cost works for axial flat-panel cone-beam "
+                         "geometries only")
+    _check_data(geometry, g)
+    return consistency_cost(g, p, d_row, d_col, d_tau, d_tilt)
+
+
+def is_full_scan(geometry) -> bool:
+    """Whether the views cover a full turn by LEAP's rule for conjugate rays: more than
+    one view and an angular range of at least min(359°, 360° − one step)."""
+    from .weights import angular_range_degrees
+    from .weights import angular_step as mean_step
+    angles = geometry.view_angles()
+    return bool(angles.size > 1 and angular_range_degrees(angles)
+                >= min(359.0, 360.0 - math.degrees(abs(mean_step(geometry)))))
+
+
+def derivative_filter(q: np.ndarray, geometry) -> np.ndarray:
+    """The row filter of LEAP's inconsistency reconstruction: :func:`ray_derivative`
+    along the detector rows of ``geometry``, in place."""
+    return ray_derivative(q, geometry.detector.pixel_width)

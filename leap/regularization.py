@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from .algorithms._array import array_namespace, vdot
+from .geometry._checks import integer as _integer
 
 __all__ = ["huber", "huber_derivative", "huber_curvature", "tv_cost", "tv_gradient",
            "tv_quad_form", "tv_diffuse", "tv_denoise", "TotalVariation",
@@ -52,6 +53,14 @@ _DELTA_MIN = 1.0e-8
 
 
 # ------------------------------------------------------------------ potential
+
+def _count(name, n) -> int:
+    """``n`` as an int ≥ 0 (an iteration count), or a clear TypeError/ValueError."""
+    n = _integer(name, n)
+    if n < 0:
+        raise ValueError(f"{name} must be >= 0, got {n}")
+    return n
+
 def _check_p(p):
     p = float(p)
     if not p > 0:
@@ -239,7 +248,7 @@ def tv_diffuse(f, delta, num_iter, p=1.2, *, neighbors=26, out=None):
     x = xp.array(f, dtype=f.dtype, copy=True) if out is None else out
     if out is not None and out is not f:
         out[...] = f
-    for _ in range(int(num_iter)):
+    for _ in range(_count("num_iter", num_iter)):
         d = tv_gradient(x, delta, 1.0, p, neighbors=neighbors)
         num = vdot(d, d)
         denom = tv_quad_form(x, d, delta, 1.0, p, neighbors=neighbors)
@@ -267,7 +276,7 @@ def tv_denoise(f, delta, beta, num_iter, p=1.2, *, neighbors=26, mean_over_first
     x = f0.copy() if out is None else out
     if out is not None and out is not f:
         out[...] = f
-    for _ in range(int(num_iter)):
+    for _ in range(_count("num_iter", num_iter)):
         d = tv_gradient(x, delta, beta, p, neighbors=neighbors)
         if mean_over_first_dim and d.ndim == 3:
             d[...] = xp.mean(d, axis=0, keepdims=True)
@@ -505,12 +514,12 @@ def guided(f, r, epsilon, num_iter=1, *, out=None):
     _check_input("f", f)
     xp = array_namespace(f, out)
     nd = _ndimage(xp)
-    r = int(r)
+    r = _integer("r", r)
     if r < 1:
         raise ValueError(f"the guided filter's radius must be >= 1, got {r}")
     x = _as3d(f).astype(xp.float32, copy=True)
     size = tuple(2 * r + 1 if n > 1 else 1 for n in x.shape)
-    for _ in range(int(num_iter)):
+    for _ in range(_count("num_iter", num_iter)):
         mean = nd.uniform_filter(x, size=size, mode="nearest")
         var = nd.uniform_filter(x * x, size=size, mode="nearest") - mean * mean
         a = var / (var + float(epsilon))

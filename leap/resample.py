@@ -94,3 +94,69 @@ def up_sample(I: np.ndarray, factors, dims=None) -> np.ndarray:
     f = _factors(factors, "up-sampling")
     out = _dims(dims, [int(n * fk) for n, fk in zip(I.shape, f)])
     return _apply(I, [up_matrix(n, m, fk) for n, m, fk in zip(I.shape, out, f)])
+
+
+# ------------------------------------------------------------ grids after resampling
+def detector_factors(factors) -> np.ndarray:
+    """Validated resampling factors of projections (views, rows, columns): 3 finite
+    numbers ≥ 1, the first (views) exactly 1. Returns a float64 (3,) array."""
+    f = _factors(factors, "resampling")
+    if f[0] != 1.0:
+        raise ValueError("the view (angle) dimension cannot be resampled: factors[0] must be 1, "
+                         f"got {f.tolist()}")
+    return f
+
+
+def volume_factors(factors) -> np.ndarray:
+    """Validated resampling factors of a volume (z, y, x): 3 finite numbers ≥ 1 with
+    y == x (voxels stay square in-plane). Returns a float64 (3,) array."""
+    f = _factors(factors, "resampling")
+    if f[1] != f[2]:
+        raise ValueError(f"the voxel pitch must stay equal in x and y: factors[1] == factors[2] "
+                         f"required, got {f.tolist()}")
+    return f
+
+
+def _resampled_counts(counts, factors, up, shape):
+    if shape is not None:
+        return tuple(int(n) for n in shape)
+    if up:
+        return tuple(int(n * f) for n, f in zip(counts, factors))
+    return tuple(int(n / f) for n, f in zip(counts, factors))
+
+
+def resample_geometry(geometry, factors, *, up: bool = False, shape=None):
+    """The scan geometry of projections down-sampled (``up=False``) or up-sampled by
+    :func:`down_sample` / :func:`up_sample` with ``factors`` (1, rows, columns).
+
+    Pixels grow (shrink) by the factors; the detector gets ``shape[1:]`` rows and
+    columns when ``shape`` (the resampled data's (num_angles, num_rows, num_cols)) is
+    given, else ``int(N/f)`` (``int(N·f)``). The central ray keeps its place on the
+    detector, in mm from the detector's middle, so a centred detector (every modular
+    one) stays centred.
+    """
+    f = detector_factors(factors)
+    d = geometry.detector
+    nr, nc = _resampled_counts((d.num_rows, d.num_cols), f[1:], up,
+                               None if shape is None else tuple(shape)[1:])
+    ph = d.pixel_height / f[1] if up else d.pixel_height * f[1]
+    pw = d.pixel_width / f[2] if up else d.pixel_width * f[2]
+    # The central ray's offset from the detector's middle, mm, kept.
+    rs = (d.center_row - 0.5 * (d.num_rows - 1)) * d.pixel_height
+    cs = (d.center_col - 0.5 * (d.num_cols - 1)) * d.pixel_width
+    det = d.with_changes(num_rows=nr, num_cols=nc, pixel_height=ph, pixel_width=pw,
+                         center_row=rs / ph + 0.5 * (nr - 1), center_col=cs / pw + 0.5 * (nc - 1))
+    return geometry.with_changes(detector=det)
+
+
+def resample_volume(volume, factors, *, up: bool = False, shape=None):
+    """The :class:`~leap.geometry.Volume` of a volume down-sampled (``up=False``) or
+    up-sampled with ``factors`` (z, y, x; y == x): voxels grow (shrink) by the factors,
+    the counts are ``shape`` (the resampled data's (num_z, num_y, num_x)) or
+    ``int(N/f)`` (``int(N·f)``); the grid keeps its centre."""
+    f = volume_factors(factors)
+    v = volume
+    nz, ny, nx = _resampled_counts((v.num_z, v.num_y, v.num_x), f, up, shape)
+    vh = v.voxel_height / f[0] if up else v.voxel_height * f[0]
+    vw = v.voxel_width / f[1] if up else v.voxel_width * f[1]
+    return v.with_changes(num_x=nx, num_y=ny, num_z=nz, voxel_width=vw, voxel_height=vh)

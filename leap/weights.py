@@ -30,11 +30,10 @@ def angular_step(geometry) -> float:
 
 def angular_range(degrees: np.ndarray) -> float:
     """LEAP's angular range of view angles given in degrees: the span plus half of the
-    first and last steps, degrees (0 for one view)."""
-    a = np.asarray(degrees, dtype=np.float64)
-    if a.size < 2:
-        return 0.0
-    return float(abs(a[-1] - a[0]) + 0.5 * abs(a[-1] - a[-2]) + 0.5 * abs(a[1] - a[0]))
+    first and last steps, degrees (0 for one view;
+    :func:`leap.geometry.angles.angular_span`)."""
+    from .geometry.angles import angular_span
+    return angular_span(degrees)
 
 
 def angular_range_degrees(angles: np.ndarray) -> float:
@@ -355,3 +354,13 @@ def offset_scan_padding(geometry, g: np.ndarray):
     q = np.zeros((na, nr, nc + n_add), dtype=np.float32)
     q[:, :, first:first + nc] = (2.0 * offset_scan_weights(geometry) * g).astype(np.float32)
     return q, wider
+
+
+def offset_scan_extra_columns(geometry) -> int:
+    """Columns an offset-detector scan is zero-padded with for FBP (the ``n_add`` of
+    :func:`offset_scan_layout`); 0 for the scans FBP does not pad: helical cone beams and
+    modular beams that are not axially aligned."""
+    if ((isinstance(geometry, ModularBeam) and not geometry.axially_aligned)
+            or (isinstance(geometry, ConeBeam) and geometry.is_helical)):
+        return 0
+    return int(offset_scan_layout(geometry)[2])

@@ -1,11 +1,15 @@
 """Shared fixtures and helpers for the test suite."""
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REFERENCE_DIR = Path(__file__).parent / "data" / "leap_reference"
+#: The tests' root (this file's folder; the test files sit in subfolders that mirror
+#: leap/) and the repository root.
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+REFERENCE_DIR = TESTS_DIR / "data" / "leap_reference"
+UPSTREAM_DIR = TESTS_DIR / "data" / "leap_upstream"
 REFERENCE_CASES = ("parallel2d", "fan2d", "cone", "cone_curved")
 
 
@@ -39,3 +43,48 @@ def dot_test(P, PT, f_shape, g_shape, rng):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def torch_or_skip():
+    """The torch module, or skip the test where torch is not installed."""
+    return pytest.importorskip("torch")
+
+
+def disc_volume(ct, discs):
+    """The facade's volume with uniform cylinders (x, y, radius, value) in mm, z-invariant."""
+    f = ct.allocate_volume()
+    x = ct.x_samples()[None, :]
+    y = ct.y_samples()[:, None]
+    for cx, cy, r, val in discs:
+        f[:, (x - cx) ** 2 + (y - cy) ** 2 < r * r] = val
+    return f
+
+
+def parallel_model(num_angles, angular_range, num_cols=96, num_rows=2):
+    """A facade with a centred parallel beam (1 mm pixels) and its default volume."""
+    from leap.compat import tomographicModels
+    ct = tomographicModels()
+    ct.set_parallelbeam(num_angles, num_rows, num_cols, 1.0, 1.0, 0.5 * (num_rows - 1),
+                        0.5 * (num_cols - 1), ct.setAngleArray(num_angles, angular_range))
+    ct.set_default_volume()
+    return ct
+
+
+def _cone_defaults():
+    import leap
+    return (leap.Detector(num_rows=6, num_cols=32, pixel_height=2.0, pixel_width=2.0),
+            leap.Volume(num_x=32, num_y=32, num_z=6, voxel_width=1.2, voxel_height=1.0))
+
+
+#: A small cone-beam detector and volume shared by the FBP and field-of-view tests.
+CONE_DET, CONE_VOL = _cone_defaults()
+
+
+def cone_scan(range_deg, num_angles=90, *, center_col=None, tau=0.0, det=CONE_DET, vol=None):
+    """A circular cone scan over ``range_deg`` degrees (negative: clockwise), sod 200 mm,
+    sdd 400 mm, on ``det`` (default :data:`CONE_DET`)."""
+    import leap
+    if center_col is not None:
+        det = det.with_changes(center_col=center_col)
+    angles = 0.3 + np.deg2rad(range_deg) * np.arange(num_angles) / num_angles
+    return leap.ConeBeam(detector=det, angles=angles, sod=200.0, sdd=400.0, tau=tau)

@@ -4,7 +4,7 @@ Each case is a function ``case(new_model) -> dict`` that builds a geometry with 
 API only (``new_model()`` returns a fresh ``tomographicModels``), runs it and returns
 the arrays to compare. ``tools/make_upstream_references.py`` runs them with upstream
 LEAP's ``leapctype`` (a CPU build) and stores the results in
-``tests/data/leap_upstream/<case>.npz``; ``tests/test_upstream_cases.py`` runs them with
+``tests/data/leap_upstream/<case>.npz``; ``tests/compat/test_upstream_cases.py`` runs them with
 leap and compares. Only settings that upstream's CPU build computes are used (upstream
 CPU ignores ``tiltAngle``, refuses voxels far from nominal size and has no helical FBP).
 

@@ -8,7 +8,7 @@ LLNL/LEAP (CPU-only is enough: ``cp src/cpu_CMakeLists.txt src/CMakeLists.txt`` 
 
 Every case of ``tests/upstream_cases.py`` is run with upstream's ``tomographicModels``
 and its arrays are written, compressed, next to a JSON line of provenance. The stored
-files are what ``tests/test_upstream_cases.py`` compares leap against.
+files are what ``tests/compat/test_upstream_cases.py`` compares leap against.
 """
 from __future__ import annotations
 

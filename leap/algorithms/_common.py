@@ -1,4 +1,4 @@
-"""Shared plumbing: input checks, view subsets, regulariser access."""
+"""Shared plumbing: input checks, counts, regulariser access."""
 from __future__ import annotations
 
 import numbers
@@ -60,24 +60,6 @@ def check_count(name, n, minimum=0):
     if n < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {n}")
     return int(n)
-
-
-def num_subsets_for(op, num_subsets):
-    """LEAP's rule: at most one subset per view, at least one subset."""
-    m = check_count("num_subsets", num_subsets, 0)
-    return max(1, min(m, op.num_views))
-
-
-def subset_views(m, num_subsets):
-    """Views of subset m: m, m + M, m + 2M, … (LEAP's interleaved subsets)."""
-    return slice(m, None, num_subsets)
-
-
-def take_views(xp, x, views):
-    """A C-contiguous float32 copy of some views of a projection array (or None)."""
-    if x is None:
-        return None
-    return xp.ascontiguousarray(x[views], dtype=xp.float32)
 
 
 def is_active(reg) -> bool:

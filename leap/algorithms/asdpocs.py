@@ -6,10 +6,10 @@ import math
 import numbers
 
 from ._array import clip_negative, vdot
-from ._common import check_count, check_inputs, is_active, num_subsets_for
+from ._common import check_count, check_inputs, is_active
 from ._monitor import IterationMonitor
-from ._subsets import Subsets
-from .sart import ray_normalisation, sart
+from ._subsets import OrderedSubsets, num_subsets_for
+from .sart import check_relaxation, sart, sart_update, sart_weights
 
 # Fraction of each SART pass's data-fit reduction that the TV phase may give back
 # (Ritschl & Kachelrieß's iTV rule, LEAP's omega).
@@ -117,46 +117,33 @@ def asd_pocs(op, g, f, num_iter, num_subsets, num_tv, regularizer, *, mask=None,
     if not (math.isfinite(power) and power >= 0):
         raise ValueError(f"progress_power must be a finite number >= 0, got {power}")
     M = num_subsets_for(op, num_subsets)
-    lam = float(relaxation)
-    if not 0 < lam < 2:
-        raise ValueError(f"relaxation must be in (0, 2), got {relaxation}")
-    inv_P1 = ray_normalisation(op, xp)
-    w_sart = inv_P1 if mask is None else inv_P1 * mask
-    sub = Subsets(op, M, xp, g=g, w=w_sart)
+    lam = check_relaxation(relaxation)
+    sub = OrderedSubsets(op, M, xp, g=g, w=sart_weights(op, mask, xp))
+    sart_step = sart_update(sub, lam, nonnegative)
     descend = _tv_phase_gradient if _has_gradient(regularizer) else _tv_phase_filter
 
     def misfit(r):
         return vdot(r, r, mask) if mask is not None else vdot(r, r)
 
-    r = op.forward(f)
-    r -= g
+    def residual(x):
+        """``g − P x`` (a new array)."""
+        r = op.forward(x)
+        return xp.subtract(g, r, out=r)
+
+    r = residual(f)
     cur = misfit(r)
     with IterationMonitor(name, num_iter, progress, callback) as mon:
         for n in range(num_iter):
             # 1. SART pass, and the size of its step.
             f_prev = f.copy()
             if M == 1:
-                q = r * w_sart                       # r = P f − g of the current f
-                d = op.adjoint(q)
-                d *= sub.inverse_sensitivity(0)
-                f -= lam * d
-                if nonnegative:
-                    clip_negative(f)
+                sart_step(f, 0, r)    # r: g − P f of the current f, tracked through step 3
             else:
-                for m in range(M):
-                    op_m = sub.ops[m]
-                    q = sub["g"][m] - op_m.forward(f)
-                    q *= sub["w"][m]
-                    d = op_m.adjoint(q)
-                    d *= sub.inverse_sensitivity(m)
-                    f += lam * d
-                    if nonnegative:
-                        clip_negative(f)
+                sub.sweep(f, lambda f, m, Pf_m: sart_step(f, m, sub["g"][m] - Pf_m))
             f_prev -= f
             dp = math.sqrt(vdot(f_prev, f_prev))
             del f_prev
-            r_s = op.forward(f)
-            r_s -= g
+            r_s = residual(f)
             eps_s = misfit(r_s)
 
             # 2. TV phase on a copy, its path length tied to the SART step.
@@ -167,8 +154,7 @@ def asd_pocs(op, g, f, num_iter, num_subsets, num_tv, regularizer, *, mask=None,
                 descend(regularizer, f_r, num_tv, budget / num_tv, xp)
             if nonnegative:
                 clip_negative(f_r)
-            r_r = op.forward(f_r)
-            r_r -= g
+            r_r = residual(f_r)
             eps_r = misfit(r_r)
 
             # 3. Largest α in [0, 1] with ‖r_s + α (r_r − r_s)‖² ≤ target.

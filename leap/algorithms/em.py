@@ -4,9 +4,8 @@ from __future__ import annotations
 import math
 
 from ._array import array_namespace, clip_negative, is_all_zeros
-from ._common import check_count, check_inputs, is_active, num_subsets_for
-from ._monitor import IterationMonitor
-from ._subsets import Subsets
+from ._common import check_count, check_inputs, is_active
+from ._subsets import OrderedSubsets, num_subsets_for
 
 
 def poisson_misfit(Pf, g, mask=None) -> float:
@@ -69,9 +68,12 @@ def osem(op, g, f, num_iter, num_subsets=1, *, regularizer=None, mask=None, blen
         clip_negative(f)
     smooth = is_active(regularizer)
     post_filter = regularizer is not None and not smooth and float(blend) > 0
+    sub = OrderedSubsets(op, M, xp, g=g, mask=mask)
 
-    def update(f, op_m, g_m, mask_m, inv_sens, Pf):
-        d = op_m.adjoint(_em_ratio(xp, g_m, Pf, mask_m))
+    def update(f, m, Pf_m):
+        mask_m = sub["mask"][m]
+        inv_sens = sub.inverse_sensitivity(m, mask_m)
+        d = sub.ops[m].adjoint(_em_ratio(xp, sub["g"][m], Pf_m, mask_m))
         if smooth:
             sens = 1.0 / inv_sens
             denom = xp.maximum(0.1 * sens, sens + regularizer.gradient(f) / M)
@@ -89,25 +91,8 @@ def osem(op, g, f, num_iter, num_subsets=1, *, regularizer=None, mask=None, blen
                     regularizer.apply(f)
                 clip_negative(f)
 
-    with IterationMonitor(name, num_iter, progress, callback) as mon:
-        sub = Subsets(op, M, xp, g=g, mask=mask)
-        if M == 1:
-            inv_sens = sub.inverse_sensitivity(0, mask)
-            Pf = op.forward(f)
-            for n in range(num_iter):
-                update(f, op, g, mask, inv_sens, Pf)
-                op.forward(f, out=Pf)
-                if mon.step(n + 1, f, poisson_misfit(Pf, g, mask)):
-                    break
-            return f_in
-        for n in range(num_iter):
-            for m in range(M):
-                mask_m = sub["mask"][m]
-                inv_sens = sub.inverse_sensitivity(m, mask_m)
-                update(f, sub.ops[m], sub["g"][m], mask_m, inv_sens, sub.ops[m].forward(f))
-            fit = poisson_misfit(op.forward(f), g, mask) if mon.wants_data_fit else None
-            if mon.step(n + 1, f, fit):
-                break
+    sub.run(f, num_iter, update, lambda Pf: poisson_misfit(Pf, g, mask), name=name,
+            progress=progress, callback=callback)
     return f_in
 
 

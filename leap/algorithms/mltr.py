@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from ._array import array_namespace, clip_negative, safe_reciprocal, vdot
-from ._common import check_count, check_inputs, is_active, num_subsets_for, reg_quad_form
-from ._monitor import IterationMonitor
-from ._subsets import Subsets
+from ._common import check_count, check_inputs, is_active, reg_quad_form
+from ._subsets import OrderedSubsets, num_subsets_for
 
 
 def transmission_misfit(Pf, t, mask=None) -> float:
@@ -48,12 +47,13 @@ def mltr(op, g, f, num_iter, num_subsets=1, *, regularizer=None, mask=None, prog
     reg = regularizer if is_active(regularizer) else None
     P1 = op.forward(xp.ones(op.domain_shape, dtype=xp.float32))
     P1 = xp.where(P1 > 0, P1, 1.0).astype(xp.float32, copy=False)
-    sub = Subsets(op, M, xp, t=t, P1=P1, mask=mask)
+    sub = OrderedSubsets(op, M, xp, t=t, P1=P1, mask=mask)
 
-    def update(f, op_m, t_m, P1_m, mask_m, Pf):
-        e = xp.exp(-Pf)
-        curv = e * P1_m
-        resid = e - t_m
+    def update(f, m, Pf_m):
+        op_m, mask_m = sub.ops[m], sub["mask"][m]
+        e = xp.exp(-Pf_m)
+        curv = e * sub["P1"][m]
+        resid = e - sub["t"][m]
         if mask_m is not None:
             curv *= mask_m
             resid *= mask_m
@@ -71,20 +71,6 @@ def mltr(op, g, f, num_iter, num_subsets=1, *, regularizer=None, mask=None, prog
         f += step * d
         clip_negative(f)
 
-    with IterationMonitor(name, num_iter, progress, callback) as mon:
-        if M == 1:
-            Pf = op.forward(f)
-            for n in range(num_iter):
-                update(f, op, t, P1, mask, Pf)
-                op.forward(f, out=Pf)
-                if mon.step(n + 1, f, transmission_misfit(Pf, t, mask)):
-                    break
-            return f_in
-        for n in range(num_iter):
-            for m in range(M):
-                op_m = sub.ops[m]
-                update(f, op_m, sub["t"][m], sub["P1"][m], sub["mask"][m], op_m.forward(f))
-            fit = transmission_misfit(op.forward(f), t, mask) if mon.wants_data_fit else None
-            if mon.step(n + 1, f, fit):
-                break
+    sub.run(f, num_iter, update, lambda Pf: transmission_misfit(Pf, t, mask), name=name,
+            progress=progress, callback=callback)
     return f_in

@@ -2,14 +2,36 @@
 from __future__ import annotations
 
 from ._array import clip_negative, safe_reciprocal, vdot
-from ._common import check_count, check_inputs, num_subsets_for
-from ._monitor import IterationMonitor
-from ._subsets import Subsets
+from ._common import check_count, check_inputs
+from ._subsets import OrderedSubsets, num_subsets_for
 
 
-def ray_normalisation(op, xp):
-    """``1 / P1``: inverse ray lengths through the volume (entries ≤ 0 → 1)."""
-    return safe_reciprocal(op.forward(xp.ones(op.domain_shape, dtype=xp.float32)), xp)
+def sart_weights(op, mask, xp):
+    """``m / P1``: the projection mask (1 when None) over the ray lengths through the
+    volume (entries P1 ≤ 0 count as 1)."""
+    inv_P1 = safe_reciprocal(op.forward(xp.ones(op.domain_shape, dtype=xp.float32)), xp)
+    return inv_P1 if mask is None else inv_P1 * mask
+
+
+def check_relaxation(relaxation):
+    lam = float(relaxation)
+    if not 0 < lam < 2:
+        raise ValueError(f"relaxation must be in (0, 2), got {relaxation}")
+    return lam
+
+
+def sart_update(sub, lam, nonnegative):
+    """SART's update of ``f`` (in place) from subset m's residual ``r = g_m − P_m f``
+    (overwritten): ``f += λ (P_mᵀ1)⁻¹ P_mᵀ[w_m r]``, negatives then set to 0 when
+    ``nonnegative``; ``sub`` holds the weights ``w`` (:func:`sart_weights`)."""
+    def update(f, m, r):
+        r *= sub["w"][m]
+        d = sub.ops[m].adjoint(r)
+        d *= sub.inverse_sensitivity(m)
+        f += lam * d
+        if nonnegative:
+            clip_negative(f)
+    return update
 
 
 def sart(op, g, f, num_iter, num_subsets=1, *, mask=None, nonnegative=True, relaxation=0.9,
@@ -37,47 +59,17 @@ def sart(op, g, f, num_iter, num_subsets=1, *, mask=None, nonnegative=True, rela
     xp, op, g, f, mask = check_inputs(op, g, f, mask)
     num_iter = check_count("num_iter", num_iter)
     M = num_subsets_for(op, num_subsets)
-    lam = float(relaxation)
-    if not 0 < lam < 2:
-        raise ValueError(f"relaxation must be in (0, 2), got {relaxation}")
-    inv_P1 = ray_normalisation(op, xp)
-    w_fit = inv_P1 if mask is None else inv_P1 * mask
+    lam = check_relaxation(relaxation)
+    w = sart_weights(op, mask, xp)
+    sub = OrderedSubsets(op, M, xp, g=g, w=w)
+    step = sart_update(sub, lam, nonnegative)
 
     def data_fit(Pf):
         r = Pf - g
-        return 0.5 * vdot(r, r, w_fit)
+        return 0.5 * vdot(r, r, w)
 
-    with IterationMonitor(name, num_iter, progress, callback) as mon:
-        if M == 1:
-            inv_sens = safe_reciprocal(op.adjoint(xp.ones(op.range_shape, dtype=xp.float32)), xp)
-            Pf = op.forward(f)
-            for n in range(num_iter):
-                r = g - Pf
-                r *= w_fit
-                d = op.adjoint(r)
-                d *= inv_sens
-                f += lam * d
-                if nonnegative:
-                    clip_negative(f)
-                op.forward(f, out=Pf)
-                if mon.step(n + 1, f, data_fit(Pf)):
-                    break
-            return f_in
-
-        sub = Subsets(op, M, xp, g=g, w=w_fit)
-        for n in range(num_iter):
-            for m in range(M):
-                op_m = sub.ops[m]
-                r = sub["g"][m] - op_m.forward(f)
-                r *= sub["w"][m]
-                d = op_m.adjoint(r)
-                d *= sub.inverse_sensitivity(m)
-                f += lam * d
-                if nonnegative:
-                    clip_negative(f)
-            fit = data_fit(op.forward(f)) if mon.wants_data_fit else None
-            if mon.step(n + 1, f, fit):
-                break
+    sub.run(f, num_iter, lambda f, m, Pf_m: step(f, m, sub["g"][m] - Pf_m), data_fit,
+            name=name, progress=progress, callback=callback)
     return f_in
 
 

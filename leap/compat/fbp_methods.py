@@ -1,7 +1,6 @@
 """FBP methods of the LEAP facade: filter choices, field of view, FBP and its adjoint."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import _validate
@@ -136,18 +135,14 @@ class FBPMixin:
 
     def rampFilterProjections(self, g, scalar=1.0):
         """Ramp-filter the rows of ``g`` in place (no geometric weights), times ``scalar``."""
-        from ..fbp import _sample_spacing
-        from ..filters import filter_rows, ramp_response
+        from ..fbp import ramp_filter_rows
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
-        opts = self.fbp_options()
-        curved = geo.detector.curved
-        H = ramp_response(geo.detector.num_cols, _sample_spacing(geo), opts["ramp_filter"],
-                          lowpass=opts["lowpass"], window=opts["window"],
-                          curved_pixel_angle=geo.detector.pixel_width / geo.sdd if curved else None)
-        filter_rows(g, H * _as_float("scalar", scalar), extrapolate=self._truncated_scan)
-        return g
+        o = self.system.fbp_options
+        return ramp_filter_rows(geo, g, ramp_filter=o.ramp_filter, lowpass=o.lowpass,
+                                window=o.window, scale=_as_float("scalar", scalar),
+                                truncated_scan=o.truncated_scan)
 
     def _filtered_backprojection(self, g, f, row_filter, *, inplace=False, offset_scan=None):
         """FBP of ``g`` with ``row_filter(q, geometry)`` in place of the ramp filter (CPU,
@@ -229,13 +224,10 @@ class FBPMixin:
         """LEAP's 2-D ramp filter of every z-slice of ``f``, in place: response
         √(X² + Y² − (XY/2)²)/voxelWidth with X = 2|sin(ω_x/2)| (likewise Y), zero-padded
         to ``optimalFFTsize(2·max(numY, numX))``. Returns ``f``."""
-        from ..algorithms.least_squares import ramp_filter_slices
+        from ..filters import ramp_filter_volume
         _validate.check_array("f", f, self.core_volume().shape)
         _validate.check_finite("f", f)
-        n = self.optimalFFTsize(2 * max(f.shape[1], f.shape[2]))
-        ramp_filter_slices(f, out=f, n=n)
-        f *= np.float32(1.0 / self.get_voxelWidth())
-        return f
+        return ramp_filter_volume(f, self.core_volume().voxel_width)
 
     def FBP_slice(self, g, islice=None, coord="z"):
         """FBP of one slice of the volume: index ``islice`` (default the middle) along
@@ -243,23 +235,11 @@ class FBPMixin:
         along ``coord``; the volume specification is unchanged."""
         if coord not in ("x", "y", "z"):
             raise ValueError(f"coord must be 'x', 'y' or 'z', got {coord!r}")
-        axis = "zyx".index(coord)
-        n = self.get_volume_dim()[axis]
+        n = self.get_volume_dim()["zyx".index(coord)]
         i = n // 2 if islice is None or not 0 <= islice < n else int(islice)
-        samples = {"x": self.x_samples, "y": self.y_samples, "z": self.z_samples}[coord]()
-        name = coord.upper()
-        offset = float(samples[i])
-        g_kind = self._need_geometry()
-        if coord == "z" and g_kind["geometry"] in ("parallel", "fan"):
-            # LEAP ties parallel/fan slices to detector rows: z = offsetZ + (k − centerRow)·ph.
-            offset += g_kind["centerRow"] * g_kind["pixelHeight"]
-        saved = dict(self._need_volume())
-        try:
-            self.set_volume(**dict(saved, **{f"num{name}": 1, f"offset{name}": offset}))
-            f = self.FBP(g)
-        finally:
-            self._vol = saved
-        return f
+        s = self.system
+        one = s.with_changes(volume=s.volume.single_slice(coord, i), mask=None)
+        return one.fbp(g, out=np.zeros(one.volume_shape, dtype=np.float32))
 
     def weightedBackproject(self, g, f):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""

@@ -1,20 +1,55 @@
 """Geometry utilities of the LEAP facade: editing a set geometry, data-range queries,
 geometric calibration, volume masks, resampling and small array helpers.
 
-Numerics live in :mod:`leap.calibration`, :mod:`leap.resample` and :mod:`leap.mar`;
-this mixin translates LEAP's parameters (degrees, pixel indices) for them.
+The computations live in the core: the geometry classes' edits (``with_num_angles``,
+``resized``, ``shifted``, ``spun``, ``reoriented``, ``rotated``),
+:mod:`leap.geometry.angles`, :mod:`leap.geometry.ranges`,
+:mod:`leap.geometric_calibration`, :mod:`leap.masks`, :mod:`leap.resample` and
+:mod:`leap.mar`. This mixin converts LEAP's arguments (degrees, pixel indices, LEAP
+names, array kinds) for them and records the geometries they return as LEAP's
+parameters (:meth:`GeometryToolsMixin._record`).
 """
 from __future__ import annotations
 
 import math
-import warnings
-from types import SimpleNamespace
 
 import numpy as np
 
 from .. import _validate
 from ..geometry._checks import finite_float as _as_float
 from ..geometry._checks import integer as _as_int
+
+#: LEAP's names of the geometry kinds (``set_geometry`` also takes their indices).
+_GEOMETRY_NAMES = {0: "CONE", 1: "PARALLEL", 2: "FAN", 3: "MODULAR", 4: "CONE-PARALLEL"}
+
+
+def _float32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+# Fields of the core geometries and the LEAP parameters that hold them: (core field,
+# LEAP name, conversion to LEAP's units). The per-view arrays of one geometry are
+# recorded together, as LEAP's set_* methods take them.
+_DETECTOR_FIELDS = (("num_rows", "numRows"), ("num_cols", "numCols"),
+                    ("pixel_height", "pixelHeight"), ("pixel_width", "pixelWidth"),
+                    ("center_row", "centerRow"), ("center_col", "centerCol"))
+_SCALAR_FIELDS = (("sod", "sod", float), ("sdd", "sdd", float), ("tau", "tau", float),
+                  ("helical_pitch", "helicalPitch", float), ("tilt", "tiltAngle", math.degrees))
+_VIEW_FIELDS = (("angles", "phis", lambda a: np.rad2deg(a).astype(np.float32)),
+                ("source_positions", "sourcePositions", _float32),
+                ("module_centers", "moduleCenters", _float32),
+                ("row_vectors", "rowVectors", _float32),
+                ("col_vectors", "colVectors", _float32))
+
+
+def _same_array(a, b):
+    """Equal up to the round-off of re-validating a geometry (modular beams normalise
+    their row and column vectors again on every change)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    return bool(np.allclose(a, b, rtol=0.0, atol=1e-12 * (1.0 + scale)))
 
 
 def _is_torch(x):
@@ -31,48 +66,59 @@ class GeometryToolsMixin:
     :class:`leap.compat.model.tomographicModels`."""
 
     # ============================================================ geometry editing
+    def _record(self, new, **exact):
+        """Store the core geometry ``new``, an edit of the current one, as LEAP's
+        parameters: the values that changed, in LEAP's names and units (all per-view
+        arrays when any changed). ``exact``: LEAP values to store as given instead of
+        converting back from the core (a tilt the caller has in degrees, exactly)."""
+        old = self.core_geometry()
+        changes = {}
+        for core, leap in _DETECTOR_FIELDS:
+            if getattr(new.detector, core) != getattr(old.detector, core):
+                changes[leap] = getattr(new.detector, core)
+        for core, leap, to_leap in _SCALAR_FIELDS:
+            if hasattr(new, core) and getattr(new, core) != getattr(old, core):
+                changes[leap] = to_leap(getattr(new, core))
+        views = [f for f in _VIEW_FIELDS if hasattr(new, f[0])]
+        if any(not _same_array(getattr(new, core), getattr(old, core)) for core, _, _ in views):
+            changes["numAngles"] = new.num_angles
+            changes.update({leap: to_leap(getattr(new, core)) for core, leap, to_leap in views})
+        changes.update({k: v for k, v in exact.items() if k in changes})
+        return self._update(**changes)
+
     def set_numAngles(self, numAngles):
         """Change the number of views.
 
         LEAP discards the angles (they must be set again); leap keeps the geometry usable
         by spreading ``numAngles`` equal steps over the old angular range from the old
-        first angle. Call :meth:`set_phis` to choose other angles. Modular beams need
-        new per-view vectors: use :meth:`set_modularbeam`.
+        first angle (:meth:`leap.geometry.ParallelBeam.with_num_angles`). Call
+        :meth:`set_phis` to choose other angles. Modular beams need new per-view
+        vectors: use :meth:`set_modularbeam`.
         """
-        g = self._need_geometry()
+        self._need_geometry()
         n = _as_int("numAngles", numAngles)
         if n <= 0:
             raise ValueError(f"numAngles must be positive, got {n}")
-        if n == g["numAngles"]:
+        if n == self.get_numAngles():
             return True
-        if g["geometry"] == "modular":
-            raise ValueError("a modular-beam geometry has per-view vectors; change the number of "
-                             "views with set_modularbeam")
-        phis = np.asarray(g["phis"], dtype=np.float64)
-        rng = self.get_angularRange() if phis.size > 1 else 360.0
-        sign = -1.0 if phis.size > 1 and phis[-1] < phis[0] else 1.0
-        new = phis[0] + sign * np.arange(n) * rng / n
-        return self._update(numAngles=n, phis=new.astype(np.float32))
+        return self._record(self.core_geometry().with_num_angles(n))
 
     def set_numCols(self, numCols):
         """Change the number of detector columns (centerCol unchanged; modular beams stay
         centred on their module centres)."""
-        return self._set_detector_count("numCols", "centerCol", numCols)
+        return self._record(self.core_geometry().resized(num_cols=self._count("numCols", numCols)))
 
     def set_numRows(self, numRows):
         """Change the number of detector rows (centerRow unchanged; modular beams stay
         centred on their module centres)."""
-        return self._set_detector_count("numRows", "centerRow", numRows)
+        return self._record(self.core_geometry().resized(num_rows=self._count("numRows", numRows)))
 
-    def _set_detector_count(self, key, center_key, n):
-        g = self._need_geometry()
-        n = _as_int(key, n)
+    @staticmethod
+    def _count(name, n):
+        n = _as_int(name, n)
         if n <= 0:
-            raise ValueError(f"{key} must be positive, got {n}")
-        changes = {key: n}
-        if g["geometry"] == "modular":
-            changes[center_key] = 0.5 * (n - 1)
-        return self._update(**changes)
+            raise ValueError(f"{name} must be positive, got {n}")
+        return n
 
     def set_pixelHeight(self, H):
         """Detector pixel height, mm (> 0)."""
@@ -95,12 +141,8 @@ class GeometryToolsMixin:
         Modular: module centres move by c·colVector + r·rowVector. Other geometries:
         centerRow −= r/pixelHeight, centerCol −= c/pixelWidth.
         """
-        g = self._need_geometry()
         r, c = _as_float("r", r), _as_float("c", c)
-        if g["geometry"] == "modular":
-            return self._set_modular_frames(self.core_geometry().shifted(r, c))
-        return self._update(centerRow=g["centerRow"] - r / g["pixelHeight"],
-                            centerCol=g["centerCol"] - c / g["pixelWidth"])
+        return self._record(self.core_geometry().shifted(r, c))
 
     def rotate_detector(self, alpha):
         """Rotate the detector.
@@ -112,19 +154,12 @@ class GeometryToolsMixin:
             modular beams only: each module's frame (col, normal, row) is multiplied by
             alpha.T, as LEAP does.
         """
-        g = self._need_geometry()
-        kind = g["geometry"]
-        if kind not in ("cone", "modular"):
-            raise ValueError(f"only cone- and modular-beam detectors can be rotated, not {kind}; "
-                             "use convert_to_modularbeam() first")
+        geo = self.core_geometry()
         if np.ndim(alpha) == 0:
             a = _as_float("alpha", alpha)
-            if kind == "cone":
-                return self.set_tiltAngle(g["tiltAngle"] + a)
-            return self._set_modular_frames(self.core_geometry().spun(math.radians(a)))
-        if kind != "modular":
-            raise ValueError("arbitrary detector rotations need a modular-beam geometry; "
-                             "use convert_to_modularbeam() first")
+            # A cone's tilt is a LEAP parameter in degrees: keep the exact sum rather than
+            # a round trip through radians.
+            return self._record(geo.spun(math.radians(a)), tiltAngle=self.get_tiltAngle() + a)
         A = np.asarray(alpha, dtype=np.float64)
         if A.size == 3:
             from scipy.spatial.transform import Rotation
@@ -132,23 +167,12 @@ class GeometryToolsMixin:
         elif A.shape != (3, 3):
             raise ValueError(f"alpha must be a scalar (degrees), 3 Euler angles or a 3x3 matrix, "
                              f"got shape {A.shape}")
-        return self._set_modular_frames(self.core_geometry().reoriented(A))
-
-    def _set_modular_frames(self, geo):
-        """Store a modular geometry's vectors as LEAP's float32 parameters."""
-        return self._update(**{k: getattr(geo, a).astype(np.float32) for k, a in
-                                (("sourcePositions", "source_positions"),
-                                 ("moduleCenters", "module_centers"),
-                                 ("rowVectors", "row_vectors"), ("colVectors", "col_vectors"))})
+        return self._record(geo.reoriented(A))
 
     def rotate_coordinate_system(self, R):
         """Rotate the whole modular-beam system by the 3×3 matrix ``R`` (sources, module
         centres, row and column vectors), e.g. to reconstruct on a rotated voxel grid."""
-        g = self._need_geometry()
-        if g["geometry"] != "modular":
-            raise ValueError("the coordinate system can only be rotated for modular-beam "
-                             "geometries; use convert_to_modularbeam() first")
-        return self._set_modular_frames(self.core_geometry().rotated(R))
+        return self._record(self.core_geometry().rotated(R))
 
     def set_geometry(self, which):
         """Change the geometry type by name ('CONE', 'FAN', 'PARALLEL', 'MODULAR'),
@@ -156,40 +180,36 @@ class GeometryToolsMixin:
         sdd, tau; to fan/cone from parallel needs sod and sdd, so set those with
         set_fanbeam/set_conebeam instead. 'MODULAR' only applies to a modular beam (use
         convert_to_modularbeam)."""
-        g = self._need_geometry()
-        names = {0: "CONE", 1: "PARALLEL", 2: "FAN", 3: "MODULAR", 4: "CONE-PARALLEL"}
+        self._need_geometry()
+        names = _GEOMETRY_NAMES
         if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
             which = names.get(int(which), which)
         if not isinstance(which, str) or which.upper() not in names.values():
             raise ValueError(f"geometry must be one of {sorted(names.values())}, got {which!r}")
-        target = which.upper()
-        kind = g["geometry"]
-        if target == kind.upper():
+        target, current = which.upper(), self.get_geometry()      # LEAP's names
+        if target == current:
             return True
         if target == "CONE-PARALLEL":
-            raise NotImplementedError("leap has no cone-parallel geometry")
-        if "MODULAR" in (target, kind.upper()):
+            raise NotImplementedError("a cone-parallel geometry comes from rebinning cone-beam "
+                                      "data: use rebin_parallel")
+        if "MODULAR" in (target, current):
             raise ValueError("a modular beam needs per-view vectors: use convert_to_modularbeam() "
                              "or set_modularbeam")
-        base = {k: g[k] for k in ("numAngles", "numRows", "numCols", "pixelHeight", "pixelWidth",
-                                  "centerRow", "centerCol", "phis")}
+        detector = (self.get_numAngles(), self.get_numRows(), self.get_numCols(),
+                    self.get_pixelHeight(), self.get_pixelWidth(), self.get_centerRow(),
+                    self.get_centerCol(), self.get_angles())
         if target == "PARALLEL":
-            return self._set_geometry(dict(base, geometry="parallel", detectorType="flat"))
-        if "sod" not in g:
+            return self.set_parallelbeam(*detector)
+        sod, sdd = self.get_sod(), self.get_sdd()     # 0 where the geometry has none
+        if sod == 0.0:
             raise ValueError(f"a {target.lower()}-beam geometry needs sod and sdd; use "
                              f"set_{target.lower()}beam")
-        base.update(sod=g["sod"], sdd=g["sdd"], tau=g.get("tau", 0.0))
         if target == "FAN":
-            return self._set_geometry(dict(base, geometry="fan", detectorType="flat"))
-        return self._set_geometry(dict(base, geometry="cone", detectorType="flat",
-                                       helicalPitch=0.0, tiltAngle=0.0))
+            return self.set_fanbeam(*detector, sod, sdd, self.get_tau())
+        return self.set_conebeam(*detector, sod, sdd, self.get_tau())
 
     # ============================================================ range queries
     # LEAP's range queries; the bounds live in :mod:`leap.geometry.ranges`.
-    def _internal_phis(self):
-        """LEAP's internal view angles φ = ψ − π/2, radians (float64)."""
-        return np.deg2rad(np.asarray(self.get_angles(), dtype=np.float64)) - 0.5 * np.pi
-
     def sliceRangeNeededForProjection(self, doClip=True):
         """``[first, last]`` z-slice indices (int32) that the detector's rays cross
         (:func:`leap.geometry.ranges.slice_range`). ``doClip=False`` allows indices
@@ -215,52 +235,33 @@ class GeometryToolsMixin:
     def numRowsRequiredForBackprojectingSlab(self, numSlicesPerChunk):
         """Largest number of detector rows any slab of ``numSlicesPerChunk`` z-slices
         needs for back-projection (slabs taken from slice 0 upwards)."""
+        from ..geometry.ranges import rows_per_slab
         n = _as_int("numSlicesPerChunk", numSlicesPerChunk)
         if n <= 0:
             raise ValueError(f"numSlicesPerChunk must be positive, got {n}")
-        nz = self._need_volume()["numZ"]
-        most = 0
-        for first in range(0, nz, n):
-            lo, hi = self._row_range_for_slices(first, min(first + n, nz) - 1)
-            most = max(most, hi - lo + 1)
-        return most
+        return rows_per_slab(self.core_geometry(), self.core_volume(), self._fov_radius(), n)
 
     def extraColumnsForOffsetScan(self):
         """Columns FBP zero-pads an offset-detector scan with (0 unless set_offsetScan(True)
         and a full, non-helical scan)."""
         if not self._offset_scan:
             return 0
-        from ..geometry import ConeBeam, ModularBeam
-        from ..weights import offset_scan_layout
-        geo = self.core_geometry()
-        if ((isinstance(geo, ModularBeam) and not geo.axially_aligned)
-                or (isinstance(geo, ConeBeam) and geo.is_helical)):
-            return 0
-        return int(offset_scan_layout(geo)[2])
+        from ..weights import offset_scan_extra_columns
+        return offset_scan_extra_columns(self.core_geometry())
 
     def get_diameterFOV_min(self):
         """Diameter (mm) of the field of view without offset-scan widening or
         set_diameterFOV. Modular beams that are not axially aligned: the volume's extent
         (twice the furthest voxel centre plus half a voxel), or inf without a volume."""
-        g = self._need_geometry()
-        r = self.core_geometry().fov_radius(offset_scan=False)
-        if g["geometry"] == "modular" and not math.isfinite(r):
-            if self._vol is None:
-                return float("inf")
-            from ..geometry.ranges import bounding_radius
-            return 2.0 * (bounding_radius(self.core_volume(), math.inf)
-                          + 0.5 * self._vol["voxelWidth"])
-        return 2.0 * r
+        from ..geometry.ranges import fov_or_volume_radius
+        volume = self.core_volume() if self.ct_volume_defined() else None
+        return 2.0 * fov_or_volume_radius(self.core_geometry(), volume)
 
     def get_z_source_offset(self):
         """LEAP's z_source_offset, mm: helical source height is h·φ + z_source_offset with
         φ = ψ − π/2 in radians, i.e. −h·(φ_first + φ_last)/2 (0 for circular orbits)."""
-        g = self._need_geometry()
-        h = g.get("helicalPitch", 0.0)
-        if g["geometry"] != "cone" or h == 0.0:
-            return 0.0
-        phis = self._internal_phis()
-        return float(-0.5 * (phis[0] + phis[-1]) * h)
+        from ..geometry.angles import z_source_offset
+        return z_source_offset(self.core_geometry())
 
     def angles_are_defined(self):
         """Whether view angles exist (a geometry is set)."""
@@ -270,57 +271,23 @@ class GeometryToolsMixin:
         """Whether consecutive angles differ by the first step to within 2e-5 rad."""
         if self._geom is None:
             return True
-        phis = self._internal_phis()
-        if phis.size < 3:
-            return True
-        steps = np.diff(phis)
-        return bool(np.all(np.abs(steps - steps[0]) <= 2.0e-5))
+        from ..geometry.angles import are_equispaced
+        return are_equispaced(np.deg2rad(np.asarray(self.get_angles(), dtype=np.float64)))
 
     # ============================================================ calibration
-    def _calibration_params(self):
-        g = self._need_geometry()
-        if g["geometry"] == "modular":
-            raise ValueError("geometric calibration works for parallel-, fan- and cone-beam "
-                             "geometries, not modular beams")
-        return SimpleNamespace(
-            kind=g["geometry"], phis=self._internal_phis(), numAngles=g["numAngles"],
-            numRows=g["numRows"], numCols=g["numCols"], pixelHeight=g["pixelHeight"],
-            pixelWidth=g["pixelWidth"], centerRow=g["centerRow"], centerCol=g["centerCol"],
-            sod=g.get("sod", 0.0), sdd=g.get("sdd", 0.0), tau=g.get("tau", 0.0),
-            curved=g.get("detectorType") == "curved", tiltAngle=g.get("tiltAngle", 0.0),
-            angularRange=self.get_angularRange())
-
-    def _host_projections(self, g, name="g"):
-        """Projections as a NumPy array (torch/CuPy are copied to the host)."""
+    # The searches live in :mod:`leap.geometric_calibration`; they check the geometry
+    # kind and the data (shape, finite values).
+    @staticmethod
+    def _host(g):
+        """Projections as a NumPy array (torch tensors and CuPy arrays are copied to the
+        host; the core checks shape and values)."""
         from ..arrays import is_cuda_array
         if _is_torch(g):
-            g = g.detach().cpu().numpy()
-        elif is_cuda_array(g):
+            return g.detach().cpu().numpy()
+        if is_cuda_array(g):
             import cupy
-            g = cupy.asnumpy(g)
-        _validate.check_array(name, g, self.get_projection_dim())
-        _validate.check_finite(name, g)
+            return cupy.asnumpy(g)
         return g
-
-    def _search_range(self, p, searchBounds, scale=1.0, offset=0.0):
-        from ..geometric_calibration import default_center_range
-        nc = p.numCols
-        if searchBounds is not None:
-            b = np.asarray(searchBounds, dtype=np.float64).ravel()
-            if b.size != 2 or not np.all(np.isfinite(b)):
-                raise ValueError(f"searchBounds must be 2 numbers [low, high], got {searchBounds!r}")
-            lo, hi = b / scale + offset
-            if 0.0 <= lo <= hi <= nc - 1:
-                return int(0.5 + lo), int(0.5 + hi)
-            if not np.all(b == -1.0):      # [-1, -1] is LEAP's "unset"
-                raise ValueError(f"searchBounds {b.tolist()} fall outside the detector "
-                                 f"(column indices 0..{nc - 1}) or are not ordered")
-        return default_center_range(nc, self._offset_scan)
-
-    def _center_row(self, p, iRow):
-        if iRow is None or iRow < 0 or iRow > p.numRows - 1:
-            return max(0, min(p.numRows - 1, int(math.floor(0.5 + p.centerRow))))
-        return int(iRow)
 
     def find_centerCol(self, g, iRow=-1, searchBounds=None):
         """Estimate centerCol from conjugate rays, set it, and return the cost (mean
@@ -330,71 +297,37 @@ class GeometryToolsMixin:
         searchBounds : [low, high] candidate centre columns (default: middle 54%).
         Parallel, fan and cone beams; needs ≥ 180° of untruncated data.
         """
-        from .. import geometric_calibration as cal
-        p = self._calibration_params()
-        g = self._host_projections(g)
-        if p.angularRange + 2.0 * abs(math.degrees(cal.angular_step(p.phis))) < 180.0:
-            raise ValueError(f"find_centerCol needs at least 180 degrees of data, got "
-                             f"{p.angularRange:.4g}")
-        self._calibration_warnings("find_centerCol")
-        row = self._center_row(p, iRow)
-        lo, hi = self._search_range(p, searchBounds)
-        if p.kind == "parallel":
-            costs = cal.parallel_center_costs(g, p, row, lo, hi)
-        else:
-            costs = cal.divergent_center_costs(cal.rotated_sinogram(g, p, row), p, lo, hi, False)
-        pos, value = cal.find_minimum(costs, lo, hi)
-        self.set_centerCol(pos)
-        return value
+        from ..geometric_calibration import find_center_col
+        center_col, cost = find_center_col(self.core_geometry(), self._host(g), iRow, searchBounds,
+                                           offset_scan=bool(self._offset_scan))
+        self.set_centerCol(center_col)
+        return cost
 
     def find_tau(self, g, iRow=-1, searchBounds=None):
         """Estimate tau (rotation-axis offset, mm) from conjugate rays of fan- or cone-beam
         data, set it, and return the cost. searchBounds: [low, high] in mm."""
-        from .. import geometric_calibration as cal
-        p = self._calibration_params()
-        if p.kind not in ("fan", "cone"):
-            raise ValueError(f"find_tau works for fan- and cone-beam data, not {p.kind}")
-        g = self._host_projections(g)
-        if p.angularRange + 2.0 * abs(math.degrees(cal.angular_step(p.phis))) < 180.0:
-            raise ValueError(f"find_tau needs at least 180 degrees of data, got {p.angularRange:.4g}")
-        self._calibration_warnings("find_tau")
-        row = self._center_row(p, iRow)
-        step = p.pixelWidth * p.sod / p.sdd
-        lo, hi = self._search_range(p, searchBounds, step, 0.5 * (p.numCols - 1))
-        costs = cal.divergent_center_costs(cal.rotated_sinogram(g, p, row), p, lo, hi, True)
-        pos, value = cal.find_minimum(costs, lo, hi)
-        self.set_tau(step * (pos - 0.5 * (p.numCols - 1)))
-        return value
-
-    def _calibration_warnings(self, name):
-        g = self._geom
-        if self._offset_scan:
-            warnings.warn(f"{name} may not work for offset scans", RuntimeWarning, stacklevel=3)
-        if g.get("helicalPitch", 0.0) != 0.0:
-            warnings.warn(f"{name} will likely not work for helical data", RuntimeWarning, stacklevel=3)
+        from ..geometric_calibration import find_tau
+        tau, cost = find_tau(self.core_geometry(), self._host(g), iRow, searchBounds,
+                             offset_scan=bool(self._offset_scan))
+        self.set_tau(tau)
+        return cost
 
     def estimate_tilt(self, g):
         """Estimate the detector tilt (rotation about the optical axis), degrees, from two
         projections 180° apart (fan/cone data rebinned to parallel rays). Changes no
         parameter: apply it with ``rotate_detector(alpha)`` (after convert_to_modularbeam)
         or set_tiltAngle. Works best once centerCol is right."""
-        from .. import geometric_calibration as cal
-        p = self._calibration_params()
-        a, b = cal.conjugate_projections(self._host_projections(g), p)
-        angles, costs = cal.tilt_costs(a, b, p)
-        pos, _ = cal.find_minimum(costs, 0, costs.size - 1)
-        return float(angles[0] + cal.TILT_STEP * pos)
+        from ..geometric_calibration import find_tilt
+        return find_tilt(self.core_geometry(), self._host(g))
 
     def conjugate_difference(self, g, alpha=0.0, centerCol=None):
         """Difference (numRows, numCols) float32 of two projections 180° apart, modelling a
         detector rotated by ``alpha`` degrees and the centre column ``centerCol``
         (default: the current one). Mostly noise when both are right."""
-        from .. import geometric_calibration as cal
-        p = self._calibration_params()
-        cc = p.centerCol if centerCol is None else _as_float("centerCol", centerCol)
-        shifted = SimpleNamespace(**dict(vars(p), centerCol=cc))
-        a, b = cal.conjugate_projections(self._host_projections(g), shifted)
-        d = cal.conjugate_difference(a, b, p, _as_float("alpha", alpha), cc).astype(np.float32)
+        from ..geometric_calibration import conjugate_view_difference
+        cc = None if centerCol is None else _as_float("centerCol", centerCol)
+        d = conjugate_view_difference(self.core_geometry(), self._host(g),
+                                      _as_float("alpha", alpha), cc)
         return _torch().from_numpy(d) if _is_torch(g) else d
 
     def consistency_cost(self, g, Delta_centerRow=0.0, Delta_centerCol=0.0, Delta_tau=0.0,
@@ -405,7 +338,7 @@ class GeometryToolsMixin:
         ``Delta_centerRow`` may be a list: [row, col], [row, col, tilt] or
         [row, col, tau, tilt] (for scipy.optimize.minimize). Lower is more consistent.
         """
-        from .. import geometric_calibration as cal
+        from ..geometric_calibration import scan_consistency_cost
         if isinstance(Delta_centerRow, (list, tuple, np.ndarray)):
             x = [float(t) for t in np.asarray(Delta_centerRow).ravel()]
             if len(x) == 2:
@@ -416,13 +349,11 @@ class GeometryToolsMixin:
                 Delta_centerRow, Delta_centerCol, Delta_tau, Delta_tilt = x
             else:
                 raise ValueError(f"Delta_centerRow as a list needs 2, 3 or 4 values, got {len(x)}")
-        p = self._calibration_params()
-        if p.kind != "cone" or p.curved or self._geom["helicalPitch"] != 0.0:
-            raise ValueError("consistency_cost works for axial flat-panel cone-beam geometries only")
-        return cal.consistency_cost(self._host_projections(g), p,
-                                    _as_float("Delta_centerRow", Delta_centerRow),
-                                    _as_float("Delta_centerCol", Delta_centerCol),
-                                    _as_float("Delta_tau", Delta_tau), _as_float("Delta_tilt", Delta_tilt))
+        return scan_consistency_cost(self.core_geometry(), self._host(g),
+                                     _as_float("Delta_centerRow", Delta_centerRow),
+                                     _as_float("Delta_centerCol", Delta_centerCol),
+                                     _as_float("Delta_tau", Delta_tau),
+                                     _as_float("Delta_tilt", Delta_tilt))
 
     def inconsistencyReconstruction(self, g, f=None, inplace=False):
         """FBP with the ramp filter replaced by a derivative along detector rows.
@@ -431,17 +362,12 @@ class GeometryToolsMixin:
         show up as structure. Scans shorter than a full turn get a plain FBP (as LEAP).
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
-        from ..geometric_calibration import ray_derivative
-        from ..weights import angular_range_degrees, angular_step
+        from ..geometric_calibration import derivative_filter, is_full_scan
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
-        angles = geo.view_angles()
-        full = angles.size > 1 and angular_range_degrees(angles) >= min(
-            359.0, 360.0 - math.degrees(abs(angular_step(geo))))
-        if not full:
+        if not is_full_scan(geo):
             return self.FBP(g, f)
-        return self._filtered_backprojection(
-            g, f, lambda q, fgeo: ray_derivative(q, fgeo.detector.pixel_width), inplace=inplace)
+        return self._filtered_backprojection(g, f, derivative_filter, inplace=inplace)
 
     # ============================================================ masks
     def set_volume_mask(self, vol_mask):
@@ -521,20 +447,10 @@ class GeometryToolsMixin:
     def windowFOV(self, f):
         """Zero the voxels outside the circular field of view (x² + y² > rFOV²), in place;
         returns f."""
+        from ..masks import window_fov
         if isinstance(f, np.ndarray):
             _validate.check_array("f", f, self.get_volume_dim())
-        r = self._fov_radius()
-        if not math.isfinite(r):
-            return f
-        v = self.core_volume()
-        outside = (v.x_samples()[None, :] ** 2 + v.y_samples()[:, None] ** 2) > r * r
-        if isinstance(f, np.ndarray):
-            f[:, outside] = 0.0
-        elif _is_torch(f):
-            f *= _torch().as_tensor(~outside, dtype=f.dtype, device=f.device)[None]
-        else:                                           # CuPy
-            f *= self._lib(f).asarray(~outside, dtype=f.dtype)[None]
-        return f
+        return window_fov(f, self.core_volume(), self._fov_radius())
 
     def space_carving(self, projection_mask, vol_mask):
         """Space carving: ``vol_mask ← 1 − step(Pᵀ(1 − projection_mask))``, then windowFOV.
@@ -542,13 +458,8 @@ class GeometryToolsMixin:
         Voxels seen by any ray with projection_mask 0 (a ray missing the object) become 0,
         the rest 1. projection_mask is restored afterwards. Returns vol_mask.
         """
-        projection_mask[...] = 1.0 - projection_mask
-        try:
-            self.backproject(projection_mask, vol_mask)
-        finally:
-            projection_mask[...] = 1.0 - projection_mask
-        vol_mask[...] = (vol_mask <= 0.0) * 1.0
-        return self.windowFOV(vol_mask)
+        from ..masks import space_carving
+        return space_carving(self.system, projection_mask, vol_mask)
 
     def sinogram_replacement(self, g, priorSinogram, metalTrace, windowSize=None):
         """Metal artifact reduction: inside ``metalTrace`` (> 0), replace ``g`` in place by
@@ -594,32 +505,15 @@ class GeometryToolsMixin:
         return _torch().from_numpy(out).to(I.device) if t else out
 
     def _resample_detector(self, factors, g, dims, up):
-        geom = self._need_geometry()
-        f = np.asarray(factors, dtype=np.float64).ravel()
-        if f.size != 3:
-            raise ValueError(f"factors must have 3 values (views, rows, columns), got {factors!r}")
-        if f[0] != 1.0:
-            raise ValueError("the view (angle) dimension cannot be resampled: factors[0] must be 1")
+        from ..resample import detector_factors, resample_geometry
+        geo = self.core_geometry()
+        f = detector_factors(factors)
+        out = None
         if g is not None:
             if isinstance(g, np.ndarray):
                 _validate.check_array("g", g, self.get_projection_dim())
             out = self.up_sample(f, g, dims) if up else self.down_sample(f, g)
-            nr, nc = out.shape[1], out.shape[2]
-        else:
-            out = None
-            nr = int(geom["numRows"] * f[1]) if up else int(geom["numRows"] / f[1])
-            nc = int(geom["numCols"] * f[2]) if up else int(geom["numCols"] / f[2])
-        ph = geom["pixelHeight"] / f[1] if up else geom["pixelHeight"] * f[1]
-        pw = geom["pixelWidth"] / f[2] if up else geom["pixelWidth"] * f[2]
-        changes = dict(numRows=nr, numCols=nc, pixelHeight=ph, pixelWidth=pw)
-        if geom["geometry"] == "modular":
-            changes.update(centerRow=0.5 * (nr - 1), centerCol=0.5 * (nc - 1))
-        else:
-            # Keep the optical axis at the same place on the detector (mm from its middle).
-            rs = (geom["centerRow"] - 0.5 * (geom["numRows"] - 1)) * geom["pixelHeight"]
-            cs = (geom["centerCol"] - 0.5 * (geom["numCols"] - 1)) * geom["pixelWidth"]
-            changes.update(centerRow=rs / ph + 0.5 * (nr - 1), centerCol=cs / pw + 0.5 * (nc - 1))
-        self._update(**changes)
+        self._record(resample_geometry(geo, f, up=up, shape=None if out is None else out.shape))
         return out
 
     def down_sample_projections(self, factors, g=None):
@@ -634,25 +528,19 @@ class GeometryToolsMixin:
         return self._resample_detector(factors, g, dims, up=True)
 
     def _resample_volume(self, factors, f, dims, up):
-        v = self._need_volume()
-        fac = np.asarray(factors, dtype=np.float64).ravel()
-        if fac.size != 3:
-            raise ValueError(f"factors must have 3 values (z, y, x), got {factors!r}")
-        if fac[1] != fac[2]:
-            raise ValueError(f"the voxel pitch must stay equal in x and y: factors[1] == factors[2] "
-                             f"required, got {fac.tolist()}")
+        from ..resample import resample_volume, volume_factors
+        self._need_volume()
+        fac = volume_factors(factors)
+        out = None
         if f is not None:
             if isinstance(f, np.ndarray):
                 _validate.check_array("f", f, self.get_volume_dim())
             out = self.up_sample(fac, f, dims) if up else self.down_sample(fac, f)
-            nz, ny, nx = out.shape
-        else:
-            out = None
-            op = (lambda n, k: int(n * k)) if up else (lambda n, k: int(n / k))
-            nz, ny, nx = op(v["numZ"], fac[0]), op(v["numY"], fac[1]), op(v["numX"], fac[2])
-        vh = v["voxelHeight"] / fac[0] if up else v["voxelHeight"] * fac[0]
-        vw = v["voxelWidth"] / fac[1] if up else v["voxelWidth"] * fac[1]
-        self.set_volume(nx, ny, nz, vw, vh, v["offsetX"], v["offsetY"], v["offsetZ"])
+        new = resample_volume(self.core_volume(), fac, up=up,
+                              shape=None if out is None else out.shape)
+        # LEAP's offsets stay as they are (parallel and fan offsetZ is not the core's).
+        self.set_volume(new.num_x, new.num_y, new.num_z, new.voxel_width, new.voxel_height,
+                        self.get_offsetX(), self.get_offsetY(), self.get_offsetZ())
         return out
 
     def down_sample_volume(self, factors, f=None):

@@ -10,16 +10,13 @@ names what was expected.
 """
 from __future__ import annotations
 
-import math
 import os
 import warnings
 
 import numpy as np
 
 from .. import _validate
-from ..geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
-                       Volume)
-from ..geometry._checks import MAX_COUNT as _MAX_COUNT
+from ..geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam)
 from ..geometry._checks import finite_float as _as_float
 from ..geometry._checks import integer as _as_int
 from ..geometry._checks import positive_int as _positive_int
@@ -56,6 +53,19 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def __init__(self, param_id=None, lib_dir=""):
         self.param_id = param_id
         self.reset()
+
+    def __setattr__(self, name, value):
+        # Every setting lives in an attribute; the core objects derived from them (the
+        # geometry, the volume, the CTSystem) are built once per change and cached.
+        object.__setattr__(self, name, value)
+        if name != "_derived":
+            object.__setattr__(self, "_derived", {})
+
+    def _cached(self, key, build):
+        d = self.__dict__.setdefault("_derived", {})
+        if key not in d:
+            d[key] = build()
+        return d[key]
 
     # ------------------------------------------------------------------ state
     def reset(self):
@@ -108,8 +118,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     def setAngleArray(self, numAngles, angularRange):
         """Equispaced angles in degrees: ``arange(numAngles) * angularRange / numAngles``."""
         n = _positive_int("numAngles", numAngles)
-        rng = _as_float("angularRange", angularRange)
-        return (np.arange(n, dtype=np.float32) * np.float32(rng / n)).astype(np.float32)
+        from ..geometry.conventions import angle_array
+        return angle_array(n, _as_float("angularRange", angularRange))
 
     def _angles(self, numAngles, phis):
         if phis is None:
@@ -282,16 +292,14 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     def set_normalizedHelicalPitch(self, normalizedHelicalPitch):
         """Set the pitch from its normalised value ĥ = 2π·h / (numRows·pixelHeight·sod/sdd)."""
-        g = self._need_kind(("cone", "cone_parallel"), "a helical pitch")
+        self._need_kind(("cone", "cone_parallel"), "a helical pitch")
         nh = _as_float("normalizedHelicalPitch", normalizedHelicalPitch)
-        h = nh * g["numRows"] * g["pixelHeight"] * (g["sod"] / g["sdd"]) / (2.0 * np.pi)
-        return self._update(helicalPitch=h)
+        geo = self.core_geometry().with_normalized_helical_pitch(nh)
+        return self._update(helicalPitch=geo.helical_pitch)
 
     def get_normalizedHelicalPitch(self):
-        g = self._need_geometry()
-        if g["geometry"] not in ("cone", "cone_parallel"):
-            return 0.0
-        return 2.0 * np.pi * g["helicalPitch"] / (g["numRows"] * g["pixelHeight"] * g["sod"] / g["sdd"])
+        geo = self.core_geometry()
+        return geo.normalized_helical_pitch() if hasattr(geo, "normalized_helical_pitch") else 0.0
 
     def set_centerCol(self, centerCol):
         return self._update(centerCol=_as_float("centerCol", centerCol))
@@ -313,6 +321,9 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     def core_geometry(self):
         """The geometry as a core object (:mod:`leap.geometry`), angles in radians."""
+        return self._cached("geometry", self._build_geometry)
+
+    def _build_geometry(self):
         g = self._need_geometry()
         kind = g["geometry"]
         if kind == "modular":
@@ -341,7 +352,11 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         """The current problem as a :class:`leap.system.CTSystem` (geometry, volume,
         forward model, field of view, mask, FBP options, devices): what every computing
         method of this facade calls, and what other front ends (torch, Dask) take over.
-        A new immutable value on every access; later settings do not change it."""
+        An immutable value, built once per change of the settings; later settings give
+        a new one and do not change it."""
+        return self._cached("system", self._build_system)
+
+    def _build_system(self):
         from ..system import Attenuated, CTSystem, FBPOptions, Symmetric
         geo, vol = self.core_geometry(), self.core_volume()
         model = None
@@ -462,7 +477,8 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         ``voxelWidth=None`` uses the nominal size; ``voxelHeight=None`` uses voxelWidth.
         """
         if voxelWidth is None or voxelWidth == 0:
-            voxelWidth = self._nominal_voxel_size()[0]
+            from ..geometry.conventions import nominal_voxel_size
+            voxelWidth = nominal_voxel_size(self.core_geometry())[0]
         if voxelHeight is None or voxelHeight == 0:
             voxelHeight = voxelWidth
         v = dict(numX=_as_int("numX", numX), numY=_as_int("numY", numY), numZ=_as_int("numZ", numZ),
@@ -483,93 +499,30 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             raise
         return True
 
-    def _sod_sdd(self):
-        g = self._need_geometry()
-        if g["geometry"] == "modular":
-            return self.core_geometry().mean_distances()
-        if g["geometry"] == "parallel":
-            return 1.0, 1.0
-        return g["sod"], g["sdd"]
-
-    def _nominal_voxel_size(self):
-        """LEAP's default voxel width and height at scale 1, mm."""
-        g = self._need_geometry()
-        sod, sdd = self._sod_sdd()
-        mag = sod / sdd
-        if g["geometry"] == "parallel":
-            return g["pixelWidth"], g["pixelHeight"]
-        if g["geometry"] == "cone_parallel":
-            return g["pixelWidth"], g["pixelHeight"] * mag
-        if g["geometry"] == "fan":
-            return g["pixelWidth"] * mag, g["pixelHeight"]
-        return g["pixelWidth"] * mag, g["pixelHeight"] * mag
-
     def set_default_volume(self, scale=1.0):
-        """A volume that fills the field of view with nominal voxels times ``scale``.
-
-        numX = numY = ceil(numCols/scale), voxelWidth = pixelWidth·sod/sdd·scale
-        (parallel and cone-parallel: pixelWidth·scale). Cone, cone-parallel and modular
-        beams scale the z sampling too;
-        parallel and fan beams keep one slice per detector row. Helical scans cover
-        the source travel plus the detector height at the isocentre.
-        """
-        g = self._need_geometry()
-        scale = _as_float("scale", scale)
-        if scale <= 0:
-            raise ValueError(f"scale must be positive, got {scale}")
-        if max(g["numCols"], g["numRows"]) / scale > _MAX_COUNT:
-            raise ValueError(f"scale {scale:g} is too small: the volume would need more than "
-                             f"{_MAX_COUNT} voxels along an axis")
-        vw0, vh0 = self._nominal_voxel_size()
-        kind = g["geometry"]
-        numX = int(math.ceil(g["numCols"] / scale))
-        vw = vw0 * scale
-        offsetZ = 0.0
-        if kind == "modular" or (kind in ("cone", "cone_parallel") and g["numRows"] > 1):
-            vh = vh0 * scale
-            numZ = int(math.ceil(g["numRows"] / scale))
-        else:
-            vh = vh0
-            numZ = g["numRows"]
-        if kind in ("cone", "cone_parallel"):
-            sod, sdd = g["sod"], g["sdd"]
-            helical = g["helicalPitch"] != 0.0
-            if helical:
-                H = sod / sdd * g["numRows"] * g["pixelHeight"]
-                min_slices = int(H / vh + 0.5)
-                rng = self.get_angularRange()
-                if abs(rng) <= 360.0:
-                    numZ = min_slices
-                else:
-                    travel = abs(g["helicalPitch"]) * (abs(rng) * np.pi / 180.0 - 2.0 * np.pi)
-                    numZ = max(min_slices, int(math.ceil((H + travel) / vh)))
-            if helical or scale != 1.0:
-                offsetZ = (0.5 * (g["numRows"] - 1) - g["centerRow"]) * sod / sdd * g["pixelHeight"]
-            else:
-                offsetZ = (0.5 * (numZ - 1) - g["centerRow"]) * vh
-        if self._offset_scan:
-            r = (self._offset_fov_radius() if kind != "modular"
-                 else numX * vw / 2)   # LEAP: the farther detector edge sets the FOV
-            numX = 2 * int(math.ceil(r / vw))
-        numZ = max(numZ, 1)
-        self.set_volume(numX, numX, numZ, vw, vh, 0.0, 0.0, offsetZ)
-        if self._axis_of_symmetry is not None:   # LEAP: symmetric objects get numX = 1
-            return self._symmetric_default_volume()
-        return True
+        """A volume that fills the field of view with nominal voxels times ``scale``
+        (LEAP's rule, :func:`leap.geometry.conventions.default_volume`): numX = numY =
+        ceil(numCols/scale), voxelWidth = pixelWidth·sod/sdd·scale (parallel and
+        cone-parallel: pixelWidth·scale); cone, cone-parallel and modular beams scale the
+        z sampling too, parallel and fan beams keep one slice per detector row; helical
+        scans cover the source travel plus the detector height at the isocentre."""
+        from ..geometry.conventions import default_volume
+        v = default_volume(self.core_geometry(), _as_float("scale", scale),
+                           angular_range=self.get_angularRange(),
+                           offset_scan=bool(self._offset_scan),
+                           symmetric=self._axis_of_symmetry is not None)
+        return self.set_volume(**v)
 
     set_defaultVolume = set_default_volume
 
     def core_volume(self):
         """The volume as a core :class:`leap.geometry.Volume` (grid-centre offsets)."""
-        v = self._need_volume()
-        offset_z = v["offsetZ"]
-        if self._geom is not None and self._geom["geometry"] in ("parallel", "fan"):
-            # LEAP ties parallel/fan slices to detector rows: z_0 = offsetZ − centerRow·pixelHeight.
-            z0 = v["offsetZ"] - self._geom["centerRow"] * self._geom["pixelHeight"]
-            offset_z = z0 + 0.5 * (v["numZ"] - 1) * v["voxelHeight"]
-        return Volume(num_x=v["numX"], num_y=v["numY"], num_z=v["numZ"],
-                      voxel_width=v["voxelWidth"], voxel_height=v["voxelHeight"],
-                      offset_x=v["offsetX"], offset_y=v["offsetY"], offset_z=offset_z)
+        return self._cached("volume", self._build_volume)
+
+    def _build_volume(self):
+        from ..geometry.conventions import volume_from_leap
+        geo = self.core_geometry() if self._geom is not None else None
+        return volume_from_leap(geo, **self._need_volume())
 
     def set_numX(self, n): return self.set_volume(**dict(self._need_volume(), numX=n))
     def set_numY(self, n): return self.set_volume(**dict(self._need_volume(), numY=n))
@@ -582,27 +535,19 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
 
     def x_samples(self, centerCoords=False):
         """Voxel-centre x coordinates, (numX,) float32, mm."""
-        v = self.core_volume()
-        x = v.x_samples() - (v.offset_x if centerCoords else 0.0)
-        return x.astype(np.float32)
+        return self.core_volume().x_samples(bool(centerCoords)).astype(np.float32)
 
     def y_samples(self, centerCoords=False):
         """Voxel-centre y coordinates, (numY,) float32, mm."""
-        v = self.core_volume()
-        y = v.y_samples() - (v.offset_y if centerCoords else 0.0)
-        return y.astype(np.float32)
+        return self.core_volume().y_samples(bool(centerCoords)).astype(np.float32)
 
     def z_samples(self, centerCoords=False):
         """Voxel-centre z coordinates, (numZ,) float32, mm."""
-        v = self.core_volume()
-        z = v.z_samples() - (v.offset_z if centerCoords else 0.0)
-        return z.astype(np.float32)
+        return self.core_volume().z_samples(bool(centerCoords)).astype(np.float32)
 
     def voxelSamples(self, centerCoords=False):
         """Voxel-centre coordinates as three (numZ, numY, numX) arrays (x, y, z)."""
-        z, y, x = np.meshgrid(self.z_samples(centerCoords), self.y_samples(centerCoords),
-                              self.x_samples(centerCoords), indexing="ij")
-        return x, y, z
+        return self.core_volume().voxel_grid(centered=bool(centerCoords))
 
     # ------------------------------------------------------------- getters
     def get_geometry(self):
@@ -872,7 +817,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                 if g["tau"] != 0.0:
                     lines.append(f"tau = {g['tau']:f} mm")
             if kind == "modular":
-                sod, sdd = self._sod_sdd()
+                sod, sdd = self.core_geometry().mean_distances()
                 lines.append(f"mean sod = {sod:f} mm")
                 lines.append(f"mean sdd = {sdd:f} mm")
             if kind == "cone":
@@ -925,7 +870,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
             d.setdefault("sod", 0.0)
             d.setdefault("sdd", 0.0)
         else:
-            d["sod"], d["sdd"] = self._sod_sdd()
+            d["sod"], d["sdd"] = self.core_geometry().mean_distances()
         if self._offset_scan:
             d["offsetScan"] = True
         if self._axis_of_symmetry is not None:
@@ -990,29 +935,18 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
     # ------------------------------------------------------------- utilities
     def expNeg(self, x):
         """``x ← exp(−x)`` in place (attenuation → transmission); returns x."""
-        np.exp(np.negative(x, out=x), out=x)
-        return x
+        from ..arrays import exp_neg
+        return exp_neg(x)
 
     def negLog(self, x, gray_value=1.0):
         """``x ← −log(x / gray_value)`` in place (transmission → attenuation); returns x."""
-        gray_value = _as_float("gray_value", gray_value)
-        if gray_value <= 0:
-            raise ValueError(f"gray_value must be positive, got {gray_value}")
-        np.log(np.divide(x, gray_value, out=x), out=x)
-        np.negative(x, out=x)
-        return x
+        from ..arrays import neg_log
+        return neg_log(x, _as_float("gray_value", gray_value))
 
     def optimalFFTsize(self, N):
         """LEAP's FFT length for N samples: the smallest 2^a·3^b ≥ N with a ≥ 1 (2 for N ≤ 2)."""
-        N = _as_int("N", N)
-        best, p2 = None, 2
-        while best is None or p2 < best:
-            m = p2
-            while m < N:
-                m *= 3
-            best = m if best is None else min(best, m)
-            p2 *= 2
-        return best
+        from ..filters import optimal_fft_size
+        return optimal_fft_size(_as_int("N", N))
 
     def set_projector(self, which="SF"):
         """Projector model. leap has one, LEAP's separable footprint ('SF'), with its exact
@@ -1071,19 +1005,12 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         cols = self._index_range("colRange", colRange, geo["numCols"])
         if g is not None:
             _validate.check_array("g", g, self.get_projection_dim())
-        changes = dict(numRows=rows[1] - rows[0] + 1, numCols=cols[1] - cols[0] + 1)
-        if geo["geometry"] == "modular":
-            # The module centre moves to the middle of the kept pixels.
-            du = (0.5 * (cols[0] + cols[1]) - 0.5 * (geo["numCols"] - 1)) * geo["pixelWidth"]
-            dv = (0.5 * (rows[0] + rows[1]) - 0.5 * (geo["numRows"] - 1)) * geo["pixelHeight"]
-            mod = self.core_geometry()
-            changes["moduleCenters"] = (mod.module_centers + du * mod.col_vectors
-                                        + dv * mod.row_vectors).astype(np.float32)
-            changes["centerRow"] = 0.5 * (changes["numRows"] - 1)
-            changes["centerCol"] = 0.5 * (changes["numCols"] - 1)
-        else:
-            changes["centerRow"] = geo["centerRow"] - rows[0]
-            changes["centerCol"] = geo["centerCol"] - cols[0]
+        new = self.core_geometry().cropped(rows[0], rows[1] + 1, cols[0], cols[1] + 1)
+        d = new.detector
+        changes = dict(numRows=d.num_rows, numCols=d.num_cols, centerRow=d.center_row,
+                       centerCol=d.center_col)
+        if hasattr(new, "module_centers"):
+            changes["moduleCenters"] = new.module_centers.astype(np.float32)
         self._update(**changes)
         if rowRange is not None and geo["geometry"] in ("parallel", "fan") and self._vol:
             # As LEAP: parallel/fan slices follow the rows, one slice per kept row.

@@ -83,10 +83,9 @@ class PhantomMixin:
         By default the phantom fills 90 % of the volume's smaller in-plane half-width.
         Voxelised into ``f``, or (f=None) added to the analytic phantom.
         """
-        from ..phantoms import shepp_logan_3d
+        from ..phantoms import shepp_logan_3d, shepp_logan_radius
         if radius is None:
-            v = self.core_volume()
-            radius = 0.45 * min(v.num_x, v.num_y) * v.voxel_width
+            radius = shepp_logan_radius(self.core_volume())
         ph = shepp_logan_3d(radius_mm=float(radius))
         return self._place(ph, f, oversampling)
 
@@ -116,27 +115,12 @@ class PhantomMixin:
         as a detector would).
         Returns (and fills, when given) ``g`` of shape (numAngles, numRows, numCols).
         """
-        from ..geometry.rays import pixel_rays
+        from ..phantoms.raytrace import ray_trace
         if self._phantom is None or len(self._phantom) == 0:
             raise RuntimeError("no analytic phantom: add objects with addObject(None, ...) "
                                "or set_FORBILD(None) first")
         n = _as_int("oversampling", oversampling)
-        if n < 1:
-            raise ValueError(f"oversampling must be >= 1, got {n}")
-        n = min(11, n if n % 2 == 1 else n + 1)
         shape = self.get_projection_dim()
-        if g is None:
-            g = np.empty(shape, dtype=np.float32)
-        _validate.check_array("g", g, shape)
-        geo = self.core_geometry()
-        for a in range(geo.num_angles):   # one view at a time keeps memory small
-            org, dirs = pixel_rays(geo[a], n, spacing=1.0 / (n + 1))
-            L = self._phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
-            L = L.reshape(org.shape[1:4])
-            if n == 1:
-                g[a] = L[..., 0]
-            else:
-                # −log of the mean transmission, computed stably about the smallest L.
-                m = L.min(axis=-1, keepdims=True)
-                g[a] = (m[..., 0] - np.log(np.mean(np.exp(-(L - m)), axis=-1)))
-        return g
+        if g is not None:
+            _validate.check_array("g", g, shape)
+        return ray_trace(self._phantom, self.core_geometry(), n, out=g)

@@ -8,7 +8,7 @@ import numpy as np
 from ._checks import finite_float
 from .axial import AxialViews, column_axes
 from .detector import Detector
-from .divergent import DivergentBeam
+from .divergent import DivergentBeam, helical_pitch_for, normalized_helical_pitch
 from .modular import ModularBeam
 
 
@@ -80,8 +80,17 @@ class ConeBeam(DivergentBeam):
 
     def normalized_helical_pitch(self) -> float:
         """Table advance per turn over the detector height at the isocentre."""
-        d = self.detector
-        return 2 * np.pi * self.helical_pitch / (d.num_rows * d.pixel_height * self.sod / self.sdd)
+        return normalized_helical_pitch(self)
+
+    def with_normalized_helical_pitch(self, normalized: float):
+        """A copy whose pitch has the normalised value ``normalized``."""
+        return self.with_changes(helical_pitch=helical_pitch_for(self, normalized))
+
+    def spun(self, angle: float) -> ConeBeam:
+        """The detector turned by ``angle`` radians about the central ray (the column
+        vector towards the row vector, as :meth:`ModularBeam.spun`): the tilt grows by
+        ``angle`` (|tilt| ≤ 5°, flat detectors only)."""
+        return self.with_changes(tilt=self.tilt + angle)
 
     def to_modular(self) -> ModularBeam:
         """The equivalent modular-beam geometry (flat detectors only).

@@ -10,7 +10,7 @@ from ._checks import finite_float
 from .axial import CONE_PARALLEL, AxialViews, column_axes
 from .base import ScanGeometry
 from .detector import Detector
-from .divergent import check_orbit
+from .divergent import check_orbit, helical_pitch_for, normalized_helical_pitch
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -94,8 +94,11 @@ class ConeParallelBeam(ScanGeometry):
 
     def normalized_helical_pitch(self) -> float:
         """Table advance per turn over the detector height at the isocentre."""
-        d = self.detector
-        return 2 * np.pi * self.helical_pitch / (d.num_rows * d.pixel_height * self.sod / self.sdd)
+        return normalized_helical_pitch(self)
+
+    def with_normalized_helical_pitch(self, normalized: float):
+        """A copy whose pitch has the normalised value ``normalized``."""
+        return self.with_changes(helical_pitch=helical_pitch_for(self, normalized))
 
     def fov_radius(self, offset_scan: bool = False) -> float:
         """Radius of the field of view, mm: as for parallel beams, the nearer of the

@@ -11,6 +11,19 @@ from .base import ScanGeometry
 from .detector import Detector
 
 
+def normalized_helical_pitch(geom) -> float:
+    """Table advance per turn over the detector height at the isocentre,
+    ``2π·pitch / (num_rows·pixel_height·sod/sdd)`` (cone and cone-parallel beams)."""
+    d = geom.detector
+    return 2.0 * np.pi * geom.helical_pitch / (d.num_rows * d.pixel_height * geom.sod / geom.sdd)
+
+
+def helical_pitch_for(geom, normalized: float) -> float:
+    """The pitch (mm/radian) whose :func:`normalized_helical_pitch` is ``normalized``."""
+    d = geom.detector
+    return normalized * d.num_rows * d.pixel_height * (geom.sod / geom.sdd) / (2.0 * np.pi)
+
+
 def check_orbit(geom) -> None:
     """Validate (and freeze) the fields every source-on-a-circle geometry shares:
     detector, angles, sod, sdd (beyond the axis) and tau."""

@@ -195,6 +195,31 @@ class ModularBeam(ScanGeometry):
         half = ends.max(axis=1) if offset_scan else ends.min(axis=1)
         return float(np.min(t.sod * np.sin(np.minimum(half, 0.5 * math.pi))))
 
+    def cropped(self, row_start: int, row_stop: int, col_start: int, col_stop: int):
+        """The geometry of detector rows ``row_start:row_stop`` and columns
+        ``col_start:col_stop``: smaller modules centred on the kept pixels."""
+        d = self.detector
+        du = (0.5 * (col_start + col_stop - 1) - 0.5 * (d.num_cols - 1)) * d.pixel_width
+        dv = (0.5 * (row_start + row_stop - 1) - 0.5 * (d.num_rows - 1)) * d.pixel_height
+        det = d.with_changes(num_rows=row_stop - row_start, num_cols=col_stop - col_start,
+                             center_row=None, center_col=None)
+        return self.with_changes(detector=det, module_centers=self.module_centers
+                                 + du * self.col_vectors + dv * self.row_vectors)
+
+    def with_num_angles(self, num_angles: int):
+        """Modular beams have no angles to respace: raises ValueError."""
+        raise ValueError("a modular-beam geometry has per-view vectors; build it again with "
+                         "the views you want (LEAP: set_modularbeam)")
+
+    def resized(self, num_rows: int | None = None, num_cols: int | None = None) -> "ModularBeam":
+        """Modules with other pixel counts (None: unchanged), still centred on
+        module_centers."""
+        d = self.detector
+        return self.with_changes(detector=d.with_changes(
+            num_rows=d.num_rows if num_rows is None else num_rows,
+            num_cols=d.num_cols if num_cols is None else num_cols,
+            center_row=None, center_col=None))
+
     # ------------------------------------------------------------ rigid changes
     def shifted(self, row_mm: float, col_mm: float) -> "ModularBeam":
         """Every module moved ``row_mm`` along its rows and ``col_mm`` along its columns."""

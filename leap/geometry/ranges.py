@@ -40,6 +40,19 @@ def bounding_radius(volume: Volume, fov_radius: float) -> float:
     return min(furthest, fov_radius)
 
 
+def fov_or_volume_radius(geometry, volume: Volume | None = None) -> float:
+    """The geometry's own field-of-view radius, mm (no offset-scan widening); for a
+    geometry without a circular field of view (a modular beam that is not axially
+    aligned) the volume's in-plane reach instead: its furthest voxel centre from the z
+    axis plus half a voxel (inf without a volume). LEAP's ``get_diameterFOV_min`` / 2."""
+    r = geometry.fov_radius(offset_scan=False)
+    if math.isfinite(r):
+        return r
+    if volume is None:
+        return math.inf
+    return bounding_radius(volume, math.inf) + 0.5 * volume.voxel_width
+
+
 def _row_aligned(geometry) -> bool:
     return isinstance(geometry, (ParallelBeam, FanBeam))
 
@@ -140,8 +153,9 @@ def slice_range(geometry, volume: Volume, fov_radius: float, clip: bool = True) 
     return first, last
 
 
-#: Overlaps shorter than this fraction of a pixel do not count (rows that only touch a
-#: slab's boundary get zero footprint weight).
+#: Rows within this fraction of a pixel of a slab's boundary count as touched: a row
+#: that only touches the boundary gets zero footprint weight in exact arithmetic, but
+#: rounding can leave ~1e-17 of it.
 _TOUCH = 1e-6
 
 
@@ -157,8 +171,8 @@ def row_range(geometry, volume: Volume, fov_radius: float, first: int = 0,
     if _row_aligned(geometry):
         # Rows are not magnified: row j covers z in (j − centre_row ± ½)·pixel_height.
         d = geometry.detector
-        lo = math.floor(z_lo / d.pixel_height + d.center_row - 0.5 + _TOUCH) + 1
-        hi = math.ceil(z_hi / d.pixel_height + d.center_row + 0.5 - _TOUCH) - 1
+        lo = math.ceil(z_lo / d.pixel_height + d.center_row - 0.5 - _TOUCH)
+        hi = math.floor(z_hi / d.pixel_height + d.center_row + 0.5 + _TOUCH)
         return _clamp(lo, nr), _clamp(hi, nr)
     r = bounding_radius(volume, fov_radius)
     if isinstance(geometry, ModularBeam):
@@ -195,11 +209,27 @@ def leap_row_range(geometry, volume: Volume, fov_radius: float, first: int = 0,
                    last: int | None = None) -> tuple[int, int]:
     """LEAP's answer to ``rowRangeNeededForBackprojection``: :func:`row_range`, except
     that parallel and fan beams return the slice indices themselves (LEAP ties their
-    slices to detector rows; equal to :func:`row_range` for LEAP's default volumes)."""
+    slices to detector rows; :func:`row_range` adds the neighbouring rows that touch a
+    slab's boundary)."""
     if _row_aligned(geometry):
         last = volume.num_z - 1 if last is None else last
         return max(0, first), min(geometry.detector.num_rows - 1, last)
     return row_range(geometry, volume, fov_radius, first, last)
+
+
+def rows_per_slab(geometry, volume: Volume, fov_radius: float, num_slices: int) -> int:
+    """Largest number of detector rows (:func:`leap_row_range`) that back-projecting any
+    slab of ``num_slices`` z slices reads, slabs taken from slice 0 upwards (the last one
+    may be thinner). LEAP's ``numRowsRequiredForBackprojectingSlab``."""
+    if num_slices <= 0:
+        raise ValueError(f"num_slices must be positive, got {num_slices}")
+    nz = volume.num_z
+    most = 0
+    for first in range(0, nz, num_slices):
+        lo, hi = leap_row_range(geometry, volume, fov_radius, first,
+                                min(first + num_slices, nz) - 1)
+        most = max(most, hi - lo + 1)
+    return most
 
 
 def view_range(geometry, volume: Volume, fov_radius: float, first: int = 0,

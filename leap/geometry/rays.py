@@ -44,6 +44,33 @@ def pixel_rays(geometry, oversampling: int = 1, spacing=None):
         A point on each ray (the source for divergent beams), mm, and the unit
         direction from source to detector.
     """
+    org, vec, reach = _ray_vectors(geometry, oversampling, spacing)
+    if reach is None:        # parallel beams: the directions are unit vectors already
+        return org, vec
+    return _normalised(org, vec)
+
+
+def pixel_positions(geometry, parallel_distance: float = 0.0) -> np.ndarray:
+    """Centres of the detector pixels in space, (num_angles, num_rows, num_cols, 3), mm.
+
+    Flat detectors (modular modules included): the pixel centres on the detector plane;
+    curved detectors: on the cylinder of radius sdd about the source. Fan beams: each
+    row's pixels at that row's height. Cone-parallel beams: each column's pixels at depth
+    sdd from that column's source along the view's central direction. Parallel beams have
+    no detector distance: their pixels are placed ``parallel_distance`` mm along the rays
+    from the plane through the z axis (0: on that plane).
+    """
+    org, vec, reach = _ray_vectors(geometry, 1, None)
+    if reach is None:
+        reach = float(parallel_distance)
+    return org[..., 0, :] + reach * vec[..., 0, :]
+
+
+def _ray_vectors(geometry, oversampling: int = 1, spacing=None):
+    """Ray origins and un-normalised directions of every (sub-)pixel, and the multiple of
+    the direction that ends on the detector: ``(origins, vectors, reach)``, the arrays
+    (num_angles, num_rows, num_cols, oversampling², 3). Parallel beams give unit
+    directions (fresh arrays) and ``reach = None``: they have no detector distance."""
     off = _sub_offsets(oversampling, spacing)
     du, dv = np.meshgrid(off, off, indexing="ij")
     du, dv = du.ravel(), dv.ravel()                       # (m,)
@@ -59,7 +86,7 @@ def pixel_rays(geometry, oversampling: int = 1, spacing=None):
                + u[None, ..., None] * geometry.col_vectors[:, None, None, None, :]
                + v[None, ..., None] * geometry.row_vectors[:, None, None, None, :])
         src = np.broadcast_to(geometry.source_positions[:, None, None, None, :], pix.shape)
-        return _normalised(src, pix - src)
+        return src, pix - src, 1.0
     s = (cols - d.center_col) * d.pixel_width                           # (1, nc, m)
     t = (rows - d.center_row) * d.pixel_height                          # (nr, 1, m)
     s, t = np.broadcast_arrays(s, t)                                    # (nr, nc, m)
@@ -70,10 +97,10 @@ def pixel_rays(geometry, oversampling: int = 1, spacing=None):
     shape = (geometry.num_angles,) + s.shape + (3,)
     if isinstance(geometry, ParallelBeam):
         org = s[None, ..., None] * perp + t[None, ..., None] * zhat
-        return np.broadcast_to(org, shape).copy(), np.broadcast_to(ray, shape).copy()
+        return np.broadcast_to(org, shape).copy(), np.broadcast_to(ray, shape).copy(), None
     if isinstance(geometry, ConeParallelBeam):
         # Source of the ray at lateral s: on the orbit, √(sod² − s²) along θ; the ray
-        # runs along −θ + (t/sdd)·ẑ (LEAP's set_coneparallel formula).
+        # runs along −θ + (t/sdd)·ẑ (LEAP's set_coneparallel formula), unit length in-plane.
         theta = -ray
         R = geometry.sod
         z_s = (geometry.source_z()[:, None, None, None]
@@ -81,7 +108,7 @@ def pixel_rays(geometry, oversampling: int = 1, spacing=None):
         org = (s[None, ..., None] * perp + np.sqrt(R * R - s * s)[None, ..., None] * theta
                + z_s[..., None] * zhat)
         dirs = ray + (t / geometry.sdd)[None, ..., None] * zhat
-        return _normalised(np.broadcast_to(org, shape), np.broadcast_to(dirs, shape))
+        return np.broadcast_to(org, shape), np.broadcast_to(dirs, shape), geometry.sdd
     src2 = geometry.source_xy()
     src = np.zeros((geometry.num_angles, 3))
     src[:, :2] = src2
@@ -97,9 +124,9 @@ def pixel_rays(geometry, oversampling: int = 1, spacing=None):
     if isinstance(geometry, FanBeam):
         # Each row is a fan in the plane z = t: source and pixel at the row's height.
         org = np.broadcast_to(src + t[None, ..., None] * zhat, shape)
-        return _normalised(org, np.broadcast_to(in_plane, shape))
+        return org, np.broadcast_to(in_plane, shape), 1.0
     org = np.broadcast_to(src, shape)
-    return _normalised(org, np.broadcast_to(in_plane + t[None, ..., None] * zhat, shape))
+    return org, np.broadcast_to(in_plane + t[None, ..., None] * zhat, shape), 1.0
 
 
 def _normalised(origins, directions):

@@ -73,23 +73,48 @@ class Volume:
         """z of the first voxel centre, mm."""
         return self.offset_z - 0.5 * (self.num_z - 1) * self.voxel_height
 
-    def x_samples(self) -> np.ndarray:
-        """Voxel-centre x coordinates, shape ``(num_x,)``, mm."""
-        return self.x0 + self.voxel_width * np.arange(self.num_x, dtype=np.float64)
+    def x_samples(self, centered: bool = False) -> np.ndarray:
+        """Voxel-centre x coordinates, shape ``(num_x,)``, mm (``centered``: relative to
+        the grid centre)."""
+        x = self.x0 + self.voxel_width * np.arange(self.num_x, dtype=np.float64)
+        return x - self.offset_x if centered else x
 
-    def y_samples(self) -> np.ndarray:
-        """Voxel-centre y coordinates, shape ``(num_y,)``, mm."""
-        return self.y0 + self.voxel_width * np.arange(self.num_y, dtype=np.float64)
+    def y_samples(self, centered: bool = False) -> np.ndarray:
+        """Voxel-centre y coordinates, shape ``(num_y,)``, mm (``centered``: relative to
+        the grid centre)."""
+        y = self.y0 + self.voxel_width * np.arange(self.num_y, dtype=np.float64)
+        return y - self.offset_y if centered else y
 
-    def z_samples(self) -> np.ndarray:
-        """Voxel-centre z coordinates, shape ``(num_z,)``, mm."""
-        return self.z0 + self.voxel_height * np.arange(self.num_z, dtype=np.float64)
+    def z_samples(self, centered: bool = False) -> np.ndarray:
+        """Voxel-centre z coordinates, shape ``(num_z,)``, mm (``centered``: relative to
+        the grid centre)."""
+        z = self.z0 + self.voxel_height * np.arange(self.num_z, dtype=np.float64)
+        return z - self.offset_z if centered else z
+
+    def voxel_grid(self, centered: bool = False):
+        """Voxel-centre coordinates ``(x, y, z)``, each a (num_z, num_y, num_x) float32
+        array, mm (``centered``: relative to the grid centre)."""
+        z, y, x = np.meshgrid(self.z_samples(centered).astype(np.float32),
+                              self.y_samples(centered).astype(np.float32),
+                              self.x_samples(centered).astype(np.float32), indexing="ij")
+        return x, y, z
 
     def max_radius(self) -> float:
         """Largest in-plane distance from the z axis of any voxel corner, mm."""
         hx = 0.5 * self.num_x * self.voxel_width
         hy = 0.5 * self.num_y * self.voxel_width
         return float(np.hypot(abs(self.offset_x) + hx, abs(self.offset_y) + hy))
+
+    def single_slice(self, axis: str, index: int) -> "Volume":
+        """The volume one voxel thick along ``axis`` ('x', 'y' or 'z') at voxel ``index``
+        (its centre rounded to float32, as LEAP computes positions)."""
+        if axis not in ("x", "y", "z"):
+            raise ValueError(f"axis must be 'x', 'y' or 'z', got {axis!r}")
+        n = {"x": self.num_x, "y": self.num_y, "z": self.num_z}[axis]
+        if not 0 <= index < n:
+            raise ValueError(f"index must be in [0, {n - 1}] along {axis}, got {index}")
+        centre = float(getattr(self, f"{axis}_samples")().astype(np.float32)[index])
+        return self.with_changes(**{f"num_{axis}": 1, f"offset_{axis}": centre})
 
     def with_changes(self, **changes) -> "Volume":
         """A copy with some fields replaced (validated again)."""

@@ -49,15 +49,16 @@ disagree with each other, one consistent definition is used here:
   about their apex) and clip planes apply to cones too.
 * Line integrals of cones are exact for every ray direction.
 
-The module is self-contained; it does not depend on any other ``leap``
+Voxelisation and line integrals depend on no other ``leap`` module;
 module.
 """
 from __future__ import annotations
 
-from .library import forbild_head, rotation_matrix, shepp_logan_3d
+from .library import forbild_head, rotation_matrix, shepp_logan_3d, shepp_logan_radius
 from .objects import (CONE_X, CONE_Y, CONE_Z, CYLINDER_X, CYLINDER_Y, CYLINDER_Z, ELLIPSOID,
                       KIND_NAMES, PARALLELEPIPED, PhantomObject)
 from .phantom import Phantom
+from .raytrace import ray_trace
 
 __all__ = [
     "ELLIPSOID",
@@ -74,4 +75,6 @@ __all__ = [
     "rotation_matrix",
     "forbild_head",
     "shepp_logan_3d",
+    "shepp_logan_radius",
+    "ray_trace",
 ]

@@ -146,6 +146,12 @@ _SHEPP_LOGAN_3D = (
 )
 
 
+def shepp_logan_radius(volume) -> float:
+    """The ``radius_mm`` at which :func:`shepp_logan_3d` fills 90 % of ``volume``'s
+    smaller in-plane half-width, mm (leap's default for ``set_SheppLogan``)."""
+    return 0.45 * min(volume.num_x, volume.num_y) * volume.voxel_width
+
+
 def shepp_logan_3d(radius_mm: float = 100.0, modified: bool = True, value_scale: float = 1.0) -> Phantom:
     """The 3-D Shepp-Logan head phantom (10 ellipsoids, rotations about z).
 

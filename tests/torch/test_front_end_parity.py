@@ -95,6 +95,9 @@ def test_settings_made_after_a_forward_pass_reach_the_next_one():
     m.leapct.set_diameterFOV(6.0)
     after = m(x)
     assert _rel(after.numpy(), before.numpy()) > 0.1
+    # ... and the new result is the facade's, with the smaller field of view
+    ref = m.leapct.project(m.leapct.allocate_projections(), x[0].numpy())
+    np.testing.assert_allclose(after[0].numpy(), ref, rtol=1e-6, atol=1e-7)
 
 
 def test_the_facade_system_is_what_other_front_ends_take_over():

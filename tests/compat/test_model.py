@@ -176,9 +176,30 @@ def test_display_sketch_and_transmission_helpers(monkeypatch):
     matplotlib.use("Agg")
     leapct = tomographicModels()
     leapct.load_param(str(REFERENCE_DIR / "cone.param"))
-    assert leapct.sketch_system([0, 18]) is not None
+    fig = leapct.sketch_system([0, 18])
+    # What is drawn is the geometry (cone.param: sod 300, sdd 600, 80 × 40 pixels of
+    # 1 mm, volume 80 × 80 × 40 voxels of 0.5 mm): detectors through the pixel centres,
+    # opposite their sources, the source circle and the volume's box.
+    lines = [np.column_stack(ln.get_data_3d()) for ln in fig.axes[0].get_lines()]
+    colours = [ln.get_color() for ln in fig.axes[0].get_lines()]
+    det0, det18 = [x for x, c in zip(lines, colours) if c == "b"]
+    np.testing.assert_allclose(det0[:, 1], 300.0)                     # ψ = 0: y = sdd − sod
+    np.testing.assert_allclose([det0[:, 0].min(), det0[:, 0].max(), det0[:, 2].min(),
+                                det0[:, 2].max()], [-39.5, 39.5, -19.5, 19.5])
+    np.testing.assert_allclose(det18[:, 0], -300.0)                   # ψ = 90°: a quarter turn
+    np.testing.assert_allclose([det18[:, 1].min(), det18[:, 1].max()], [-39.5, 39.5])
+    path = next(x for x, c in zip(lines, colours) if c == "r")
+    np.testing.assert_allclose(np.hypot(path[:, 0], path[:, 1]), 300.0)
+    box = np.vstack([x for x, c in zip(lines, colours) if c == "k"])
+    np.testing.assert_allclose(np.abs(box), np.broadcast_to([20.0, 20.0, 10.0], box.shape))
     leapct.set_curvedDetector()
-    assert leapct.sketch_system(3) is not None
+    fig = leapct.sketch_system(3)
+    det = next(np.column_stack(ln.get_data_3d()) for ln in fig.axes[0].get_lines()
+               if ln.get_color() == "b")
+    # a curved detector's corners stay sdd from the source (view 3: ψ = 15°, the source
+    # at sod·(sin ψ, −cos ψ, 0))
+    src = 300.0 * np.array([math.sin(math.radians(15.0)), -math.cos(math.radians(15.0))])
+    np.testing.assert_allclose(np.hypot(*(det[:4, :2] - src).T), 600.0, rtol=1e-9)
     leapct.display(np.random.default_rng(0).random((4, 5, 6)).astype(np.float32))
     x = np.full((2, 3), 0.25, np.float32)
     leapct.negLog(x)
@@ -241,6 +262,7 @@ def test_copy_parameters_and_slab_rows():
     assert leapct.get_projection_dim() == g.shape          # the original is untouched
 
 
+@pytest.mark.slow
 def test_star_import_hands_scripts_torch_lazily():
     import subprocess
     import sys

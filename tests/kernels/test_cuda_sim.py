@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import leap
+from conftest import REPO_ROOT
 from leap.fbp import fbp, fbp_adjoint
 from leap.geometry import ConeParallelBeam
 
@@ -104,6 +105,7 @@ class CAIArray:
 
 # ---------------------------------------------------------------- the simulator run
 
+@pytest.mark.slow
 @pytest.mark.skipif(SIM, reason="this is the launcher")
 def test_cuda_kernels_under_simulator():
     pytest.importorskip("numba.cuda")
@@ -112,7 +114,7 @@ def test_cuda_kernels_under_simulator():
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         "-k", "TestSim", str(Path(__file__))],
                        env=env, capture_output=True, text=True, timeout=900,
-                       cwd=str(Path(__file__).parent.parent))
+                       cwd=str(REPO_ROOT))
     out = r.stdout[-6000:] + r.stderr[-3000:]
     assert r.returncode == 0, f"simulator tests failed ({time.time() - t:.0f} s):\n{out}"
     assert " passed" in r.stdout, out
@@ -341,6 +343,7 @@ class TestSimArrays:
 
 # ------------------------------------------------------- PTX compilation (no GPU)
 
+@pytest.mark.slow
 @pytest.mark.skipif(SIM, reason="compiles with the real CUDA target")
 def test_kernels_compile_to_ptx():
     """The simulator runs kernels as Python, so it cannot catch Numba CUDA typing

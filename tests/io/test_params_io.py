@@ -4,17 +4,17 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REFERENCE_DIR
 from leap.io import LeapParamWarning, read_param_file, write_param_file
 from leap.io.params import format_params
 
-REF_DIR = Path(__file__).parent / "data" / "leap_reference"
+REF_DIR = REFERENCE_DIR
 REF_FILES = sorted(REF_DIR.glob("*.param"))
 
 VOLUME = dict(numX=80, numY=80, numZ=40, voxelWidth=0.5, voxelHeight=0.5,

@@ -1,5 +1,7 @@
-"""Regressions of issue 11: FBP of modular beams (view weights, field of view, offset
-scans) and clear errors for unusable offset-scan geometries and low-pass widths.
+"""FBP of modular beams (view weights, offset scans) and clear errors for unusable
+offset-scan geometries. Regressions of issue 11, items 1, 8, 9 and 13 (its item 5, the
+field of view, is in ``tests/geometry/test_field_of_view.py``; item 10, the low-pass
+width, in ``test_filters.py``; the GPU path in ``tests/kernels/test_cuda_sim_fbp.py``).
 
 A modular beam converted from a cone beam describes the same scan, so its FBP must
 weight the views as the cone's does (Parker for short scans, ½ only for full turns) and
@@ -7,35 +9,20 @@ agree with the cone's FBP wherever the cone reconstructs (inside its field of vi
 """
 from __future__ import annotations
 
-import math
-import os
-import subprocess
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import leap
-from leap import filters, operators
+from leap import operators
 from leap.fbp import fbp, fbp_adjoint
-from leap.filters import ramp_response
+from conftest import CONE_DET, CONE_VOL
+from conftest import cone_scan as _cone
 from leapctype import tomographicModels
 
-SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
-
-DET = leap.Detector(num_rows=6, num_cols=32, pixel_height=2.0, pixel_width=2.0)
-VOL = leap.Volume(num_x=32, num_y=32, num_z=6, voxel_width=1.2, voxel_height=1.0)
-
-
-def _cone(range_deg, num_angles=90, *, center_col=None, tau=0.0, det=DET, vol=None):
-    """A circular cone scan over ``range_deg`` degrees (negative: clockwise), sod 200, sdd 400."""
-    if center_col is not None:
-        det = det.with_changes(center_col=center_col)
-    angles = 0.3 + np.deg2rad(range_deg) * np.arange(num_angles) / num_angles
-    return leap.ConeBeam(detector=det, angles=angles, sod=200.0, sdd=400.0, tau=tau)
+DET, VOL = CONE_DET, CONE_VOL
 
 
 def _phantom(vol=VOL):
@@ -108,58 +95,6 @@ def test_modular_short_scan_gets_parker_weights_per_view():
     wc, wm = parker_weights(cone), parker_weights(m)
     assert wm is not None and wm.shape == (cone.num_angles, 1, DET.num_cols)
     np.testing.assert_allclose(wm, wc, atol=1e-9)
-
-
-# ---------------------------------------------------------- item 5: field of view
-
-@pytest.mark.parametrize("kw", [dict(), dict(center_col=11.0), dict(tau=5.0)])
-def test_axially_aligned_modular_fov_is_the_cones(kw):
-    cone = _cone(360.0, **kw)
-    m = cone.to_modular()
-    for offset in (False, True):
-        assert m.fov_radius(offset_scan=offset) == pytest.approx(
-            cone.fov_radius(offset_scan=offset), rel=1e-9)
-
-
-def test_get_diameterFOV_min_of_converted_cone_scan():
-    ct = tomographicModels()
-    ct.set_conebeam(88, 8, 64, 5.2, 5.2, 3.5, 31.5, ct.setAngleArray(88, 359.0), 1100, 1400)
-    ct.set_default_volume()
-    d_cone = ct.get_diameterFOV_min()
-    ct.convert_to_modularbeam()
-    assert ct.get_diameterFOV_min() == pytest.approx(d_cone, rel=1e-6)
-    assert ct.get_diameterFOV() == pytest.approx(d_cone, rel=1e-6)
-
-
-def test_modular_fov_without_axial_alignment_is_the_volume():
-    """Modules tilted 10° off the z axis have no circular field of view: LEAP's rule
-    (furthest voxel centre plus half a voxel) stays."""
-    ct = tomographicModels()
-    ct.set_conebeam(12, 8, 16, 1.0, 1.0, 3.5, 7.5, ct.setAngleArray(12, 360.0), 100, 200)
-    ct.set_default_volume()
-    ct.convert_to_modularbeam()
-    geo = ct.core_geometry()
-    t = math.radians(10.0)
-    rows = math.cos(t) * geo.row_vectors + math.sin(t) * geo.col_vectors
-    cols = -math.sin(t) * geo.row_vectors + math.cos(t) * geo.col_vectors
-    tilted = geo.with_changes(row_vectors=rows, col_vectors=cols)
-    assert not tilted.axially_aligned and tilted.fov_radius() == math.inf
-    ct.set_modularbeam(12, 8, 16, 1.0, 1.0, geo.source_positions, geo.module_centers, rows, cols)
-    v = ct.core_volume()
-    furthest = math.hypot(v.x_samples()[0], v.y_samples()[0])
-    assert ct.get_diameterFOV_min() == pytest.approx(2 * (furthest + 0.5 * v.voxel_width))
-
-
-def test_modular_projection_still_masks_nothing():
-    """The finite field of view is a property for FBP and LEAP's queries; the modular
-    projector still sees voxels outside it (as the reference cases expect)."""
-    cone = _cone(360.0, num_angles=8)
-    m = cone.to_modular()
-    f = np.zeros(VOL.shape, dtype=np.float32)
-    f[:, 0, 0] = 1.0                                     # a corner column, outside the FOV
-    assert math.hypot(VOL.x_samples()[0], VOL.y_samples()[0]) > m.fov_radius()
-    assert operators.project(m, VOL, f).sum() > 0
-    assert operators.project(cone, VOL, f).sum() == 0
 
 
 # ------------------------------------------------------ item 8: modular offset scan
@@ -269,36 +204,6 @@ def test_offset_scan_of_one_column_at_the_axis_is_a_clear_error(kind):
         assert "fov_radius" not in str(info.value) and "numX" not in str(info.value)
 
 
-# ----------------------------------------------------------- item 10: low-pass width
-
-def test_lowpass_power_is_leaps_formula_and_stays_finite():
-    for width in (2.0, 3.7, 10.0, 250.0):
-        textbook = 1.0 / (1.0 - math.log2(1.0 + math.cos(math.pi / width)))
-        assert filters.lowpass_power(width) == pytest.approx(textbook, rel=1e-9)
-    powers = [filters.lowpass_power(w) for w in (1e4, 1e8, 1e9, 1e12)]
-    assert all(math.isfinite(p) for p in powers) and powers == sorted(powers)
-    # gain cos(ω/2)^(2p) = ½ at ω = π/W, however wide (ln cos x = ½·log1p(−sin² x))
-    for width in (1e4, 1e9):
-        half = math.log1p(-math.sin(0.5 * math.pi / width) ** 2)
-        assert math.exp(filters.lowpass_power(width) * half) == pytest.approx(0.5, rel=1e-9)
-    assert filters.lowpass_power(1e300) == math.inf
-
-
-def test_huge_lowpass_gives_a_well_defined_fbp():
-    ct = tomographicModels()
-    ct.set_parallelbeam(8, 4, 16, 1, 1, 1.5, 7.5, ct.setAngleArray(8, 180.0))
-    ct.set_default_volume()
-    g = np.ones(ct.get_projection_dim(), dtype=np.float32)
-    ct.set_FBPlowpass(1e9)
-    f = ct.FBP(g)
-    assert np.all(np.isfinite(f))
-    H = ramp_response(16, 1.0, lowpass=1e9)
-    assert np.all(np.isfinite(H)) and np.all(np.abs(H[1:]) <= 1e-12 * abs(H[0]))
-    for bad in (float("nan"), -1.0, float("inf")):
-        with pytest.raises(ValueError, match="lowpass"):
-            ramp_response(16, 1.0, lowpass=bad)
-
-
 # ------------------------------------------------- item 13: bounded offset padding
 
 @pytest.mark.parametrize("center_col", [1e6, 1e8])
@@ -327,45 +232,3 @@ def test_offset_padding_is_bounded():
     vol = leap.Volume(num_x=8, num_y=8, num_z=2, voxel_width=1.0, voxel_height=1.0)
     with pytest.raises(ValueError, match="extra columns.*centerCol and tau"):
         fbp(cone, vol, g, offset_scan=True)
-
-
-# ------------------------------------------------------ GPU path (CUDA simulator)
-
-@pytest.mark.skipif(SIM, reason="this is the launcher")
-def test_gpu_fbp_of_modular_beams_under_simulator():
-    """The GPU FBP shares the CPU's weights: modular short and offset scans agree."""
-    pytest.importorskip("numba.cuda")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "-k", "TestSim", str(Path(__file__))],
-                       env=env, capture_output=True, text=True, timeout=600,
-                       cwd=str(Path(__file__).parent.parent))
-    out = r.stdout[-6000:] + r.stderr[-3000:]
-    assert r.returncode == 0 and " passed" in r.stdout, out
-
-
-@pytest.mark.skipif(not SIM, reason="runs under NUMBA_ENABLE_CUDASIM=1 only")
-class TestSimModularFBP:
-    DET = leap.Detector(num_rows=4, num_cols=6, pixel_height=1.0, pixel_width=1.0)
-    VOL = leap.Volume(num_x=4, num_y=5, num_z=3, voxel_width=1.0, voxel_height=1.0)
-
-    def _check(self, geo, **kw):
-        from numba import cuda
-        r = np.random.default_rng(3)
-        g = r.standard_normal(geo.projection_shape).astype(np.float32)
-        f = r.standard_normal(self.VOL.shape).astype(np.float32)
-        ref = fbp(geo, self.VOL, g, **kw)
-        scale = np.abs(ref).max()
-        assert np.abs(fbp(geo, self.VOL, cuda.to_device(g), **kw).copy_to_host() - ref).max() <= 1e-5 * scale
-        assert np.abs(fbp(geo, self.VOL, g, devices=[0], **kw) - ref).max() <= 1e-5 * scale
-        adj = fbp_adjoint(geo, self.VOL, f, **kw)
-        dev = fbp_adjoint(geo, self.VOL, cuda.to_device(f), **kw).copy_to_host()
-        assert np.abs(dev - adj).max() <= 1e-5 * np.abs(adj).max()
-
-    def test_short_scan(self):
-        geo = _cone(230.0, 6, det=self.DET).to_modular()
-        self._check(geo)
-
-    def test_offset_scan(self):
-        geo = _cone(360.0, 4, center_col=1.0, det=self.DET).to_modular()
-        self._check(geo, offset_scan=True)

@@ -11,16 +11,15 @@ addObject of every object type (rotations, clipping, oversampling), windowFOV,
 sensitivity, slice/view ranges, crop_projections, down/up-sampling,
 sinogram_replacement, space_carving, conjugate_difference and find_centerCol.
 """
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import rel_l2
+from conftest import UPSTREAM_DIR, rel_l2
 from leapctype import tomographicModels
 from upstream_cases import CASES
 
-DATA = Path(__file__).parent / "data" / "leap_upstream"
+DATA = UPSTREAM_DIR
 
 #: Relative L2 tolerance; measured differences are 1e-7 … 1.4e-5 (float32 rounding,
 #: FFT and summation order).

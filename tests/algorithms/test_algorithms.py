@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import leap.algorithms as alg
+from conftest import REPO_ROOT
 from leap.compat.filter_sequence import TV, MedianFilter, filterSequence
 from leap.compat.model import tomographicModels
 from leap.compat.iterative_methods import IterativeMethodsMixin
@@ -449,6 +450,7 @@ def _sim_runs(ct, g, zeros):
     }
 
 
+@pytest.mark.slow
 def test_simulated_cuda_arrays_match_numpy():
     """Results agree to float tolerance whether g and f are NumPy arrays or CUDA
     (Numba device) arrays, with projections on the CUDA kernels, under Numba's CUDA
@@ -459,7 +461,7 @@ def test_simulated_cuda_arrays_match_numpy():
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
              f"{here}::test_simulated_cuda_arrays_match_numpy"],
-            cwd=here.parent.parent, env=env, capture_output=True, text=True, timeout=600)
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
         out = proc.stdout + proc.stderr
         if proc.returncode == 0 and " skipped" in out and " passed" not in out:
             pytest.skip("under the simulator: " + out.strip().splitlines()[-2][-200:])

@@ -43,6 +43,39 @@ def test_reference_geometry_dimensions(case):
     leapct, d = _model(case)
     assert leapct.get_projection_dim() == d["Pf"].shape
     assert leapct.get_volume_dim() == d["f"].shape
+    # The numbers of the .param file, read here without leap.io, are what the facade has.
+    v = {}
+    for line in (REFERENCE_DIR / f"{case}.param").read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, val = (t.strip() for t in line.split("=", 1))
+            v[key] = val
+    num = {k: float(x) for k, x in v.items() if k not in ("geometry", "detectorType")}
+    assert leapct.get_projection_dim() == (int(num["numAngles"]), int(num["numRows"]),
+                                           int(num["numCols"]))
+    for name in ("pixelWidth", "pixelHeight", "centerRow", "centerCol", "voxelWidth",
+                 "voxelHeight") + (("sod", "sdd") if v["geometry"] != "parallel" else ()):
+        assert getattr(leapct, f"get_{name}")() == pytest.approx(num[name], rel=1e-6), name
+    nA = int(num["numAngles"])
+    np.testing.assert_allclose(leapct.get_angles(), np.arange(nA) * num["angularRange"] / nA,
+                               atol=1e-4)
+    nX = int(num["numX"])
+    np.testing.assert_allclose(leapct.x_samples(),
+                               (np.arange(nX) - 0.5 * (nX - 1)) * num["voxelWidth"]
+                               + num["offsetX"], atol=1e-5)
+
+
+def test_reference_parallel_views_carry_the_mass_inside_the_field_of_view():
+    """In upstream's parallel-beam projections every view integrates to the mass of f
+    inside the field of view: ties pixel and voxel sizes and the FOV to upstream's data."""
+    leapct, d = _model("parallel2d")
+    pw, vw = leapct.get_pixelWidth(), leapct.get_voxelWidth()
+    per_view = d["Pf"].astype(np.float64).sum(axis=(1, 2)) * pw * leapct.get_pixelHeight()
+    x, y = leapct.x_samples()[None, :], leapct.y_samples()[:, None]
+    r = 0.5 * leapct.get_diameterFOV()
+    inside = (x ** 2 + y ** 2 <= r * r)[None]
+    mass = (d["f"].astype(np.float64) * inside).sum() * vw * vw * leapct.get_voxelHeight()
+    np.testing.assert_allclose(per_view, mass, rtol=1e-5)
+    assert mass < 0.95 * d["f"].astype(np.float64).sum() * vw * vw     # the FOV does matter
 
 
 def test_parallel_axis_convention():

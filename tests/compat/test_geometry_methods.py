@@ -1,5 +1,6 @@
 """Geometry editing, range queries, calibration, masks and resampling of the LEAP facade
-(leap/model_geometry_tools.py)."""
+(leap/compat/geometry_methods.py). The calibration numerics are tested directly in
+tests/geometry/test_geometric_calibration.py."""
 import numpy as np
 import pytest
 

@@ -1,9 +1,12 @@
 """Every notebook in notebooks/ executes without error (part of the normal test run)."""
-from pathlib import Path
 
 import pytest
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow      # each notebook runs in its own kernel: 10–40 s
+
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 
 

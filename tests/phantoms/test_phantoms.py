@@ -515,6 +515,7 @@ def test_forbild_head_objects_and_voxels():
     assert value_at(ph, 99, 0, 0) == 0.0  # clipped part of the ear
 
 
+@pytest.mark.slow
 def test_forbild_line_integrals_sane_and_consistent():
     ph = forbild_head()
     li = ph.line_integrals([[0, -500, 0], [0, 0, -500], [500, 0, 0], [0, 200, 200]], [[0, 1, 0], [0, 0, 1], [-1, 0, 0], [1, 0, 0]])

@@ -1,0 +1,48 @@
+"""The FBP low-pass filter: LEAP's power formula, finite for any width, and a
+well-defined FBP for huge widths. Regressions of issue 11, item 10."""
+import math
+
+import numpy as np
+import pytest
+
+from leap import filters
+from leap.filters import ramp_response
+from leapctype import tomographicModels
+
+
+# ----------------------------------------------------------- item 10: low-pass width
+
+def test_lowpass_power_is_leaps_formula_and_stays_finite():
+    for width in (2.0, 3.7, 10.0, 250.0):
+        textbook = 1.0 / (1.0 - math.log2(1.0 + math.cos(math.pi / width)))
+        assert filters.lowpass_power(width) == pytest.approx(textbook, rel=1e-9)
+    powers = [filters.lowpass_power(w) for w in (1e4, 1e8, 1e9, 1e12)]
+    assert all(math.isfinite(p) for p in powers) and powers == sorted(powers)
+    # gain cos(ω/2)^(2p) = ½ at ω = π/W, however wide (ln cos x = ½·log1p(−sin² x))
+    for width in (1e4, 1e9):
+        half = math.log1p(-math.sin(0.5 * math.pi / width) ** 2)
+        assert math.exp(filters.lowpass_power(width) * half) == pytest.approx(0.5, rel=1e-9)
+    assert filters.lowpass_power(1e300) == math.inf
+
+
+def test_huge_lowpass_gives_a_well_defined_fbp():
+    ct = tomographicModels()
+    ct.set_parallelbeam(8, 4, 16, 1, 1, 1.5, 7.5, ct.setAngleArray(8, 180.0))
+    ct.set_default_volume()
+    g = np.ones(ct.get_projection_dim(), dtype=np.float32)
+    ct.set_FBPlowpass(1e9)
+    f = ct.FBP(g)
+    assert np.all(np.isfinite(f))
+    # Only the DC term passes: the FBP of ones is a multiple of the back-projection of
+    # ones (inside the field of view, where FBP keeps values).
+    B = ct.backproject(g.copy(), ct.allocate_volume())
+    inside = f != 0
+    assert inside.sum() > 0.5 * f.size
+    k = np.vdot(f[inside], B[inside]) / np.vdot(B[inside], B[inside])
+    assert k > 0
+    np.testing.assert_allclose(f[inside], k * B[inside], rtol=1e-5)
+    H = ramp_response(16, 1.0, lowpass=1e9)
+    assert np.all(np.isfinite(H)) and np.all(np.abs(H[1:]) <= 1e-12 * abs(H[0]))
+    for bad in (float("nan"), -1.0, float("inf")):
+        with pytest.raises(ValueError, match="lowpass"):
+            ramp_response(16, 1.0, lowpass=bad)
