@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ParallelBeam
+from .weights import angular_range_degrees
 
 
 def _stencils(positions, n, order, n_bound=None, closest_fallback=False):
@@ -235,12 +236,11 @@ def _fan_to_parallel_plan(geometry, na, nc, order, name, stacklevel):
         raise ValueError(f"{name} needs at least two distinct view angles")
     phi0 = float(phis[0])
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
-    rng = abs(math.degrees(abs(phis[-1] - phis[0]) + 0.5 * abs(phis[-1] - phis[-2])
-                           + 0.5 * abs(phis[1] - phis[0])))
+    rng = angular_range_degrees(phis)
     wrap = not helical and not rng < min(359.0, 360.0 - abs(math.degrees(T_phi)))
 
     tau, R0 = geometry.tau, geometry.sod
-    R = math.hypot(R0, tau)
+    R = orbit_radius(geometry)
     atan_A = math.atan(2.0 * tau * R0 / (R0 * R0 - tau * tau))
     asin_tau = math.asin(tau / R)
     sdd = geometry.sdd
@@ -276,6 +276,12 @@ def _fan_to_parallel_plan(geometry, na, nc, order, name, stacklevel):
                            atan_A=atan_A, asin_tau=asin_tau, sdd=sdd, cols=cols, u=u, T_u=T_u,
                            u0=u0, T_s=T_s, s0=s0, n_new=n_new, phi0_new=phi0_new,
                            beta_min=beta_min, beta_max=beta_max)
+
+
+def orbit_radius(geometry) -> float:
+    """R = √(sod² + τ²), mm: the radius of the circle the rebinned rays' sources lie on
+    (LEAP keeps it as the sod of rebinned data)."""
+    return math.hypot(geometry.sod, geometry.tau)
 
 
 def rebin_parallel(geometry, g: np.ndarray, order: int = 6):

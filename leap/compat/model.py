@@ -432,7 +432,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
         Short and helical scans lose the views not fully measured: the geometry then
         has fewer angles, the first views of ``g`` hold the data and the rest are zero
         (resize ``g`` with ``g[:leapct.get_numAngles()]``). Returns True."""
-        from ..rebin import rebin_parallel
+        from ..rebin import orbit_radius, rebin_parallel
         g0 = self._geom
         arr = self._host_array("g", g)
         new, _ = rebin_parallel(self.core_geometry(), arr, order)
@@ -443,7 +443,7 @@ class tomographicModels(FBPMixin, PhantomMixin, DisplayMixin, DataIOMixin, Itera
                        detectorType="flat")
         if isinstance(new, ParallelBeam):
             # LEAP keeps sod (now √(sod² + tau²)) and sdd in the parameters of the result.
-            return self._update(geometry="parallel", sod=float(np.hypot(g0["sod"], g0["tau"])),
+            return self._update(geometry="parallel", sod=orbit_radius(self.core_geometry()),
                                 tau=0.0, **changes)
         self._geom = {k: v for k, v in g0.items() if k != "tiltAngle"}
         return self._update(geometry="cone_parallel", sod=new.sod, tau=0.0, **changes)
