@@ -4,10 +4,10 @@ A LEAP user's script runs unchanged on these classes and functions; they keep LE
 names, argument order, degrees and output-first calls, and hand every computation to
 the core through one :class:`leap.system.CTSystem` (``tomographicModels().system``).
 
-- :mod:`.model`: ``tomographicModels`` (state, geometry and volume set-up, arrays,
-  devices, parameter files) with its method groups ``*_methods.py`` (FBP, iterative
-  methods, phantoms, geometry tools and calibration, special models, data I/O,
-  display, pre-processing);
+- :mod:`.model`: ``tomographicModels`` (state, geometry and volume set-up, getters, the
+  ``system`` it derives) with its method groups ``*_methods.py`` (arrays and devices,
+  parameter files, rebinning, FBP, iterative methods, phantoms, geometry tools and
+  calibration, special models, data I/O, display, pre-processing);
 - :mod:`.filter_sequence`: LEAP's ``leap_filter_sequence`` (denoising filters and
   regularisers for the iterative methods);
 - :mod:`.preprocessing`: LEAP's ``leap_preprocessing_algorithms``;
