@@ -49,25 +49,33 @@ def _sample_spacing(geometry) -> float:
     return d.pixel_width * geometry.sod / geometry.sdd
 
 
-def helical_slice_weights(geometry: ConeBeam, volume: Volume) -> np.ndarray:
+def helical_window(geometry: ConeBeam) -> float:
+    """δ, the half-width (radians) of the cos² taper of :func:`helical_slice_weights`, as
+    wide as the detector allows: voxels near the axis stay on the detector for
+    |Δ| ≤ π/p̂ (p̂ the normalised pitch), and δ = min(π/2, 0.85·π/p̂ − π/2)."""
+    pitch = abs(geometry.normalized_helical_pitch())
+    delta = min(0.5 * math.pi, 0.85 * math.pi / pitch - 0.5 * math.pi)
+    if delta <= 0.05:
+        raise ValueError(f"helical FBP needs a normalised pitch below about 1.6, got {pitch:.3g}: "
+                         "the detector does not cover half a turn of the helix")
+    return delta
+
+
+def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | None = None
+                          ) -> np.ndarray:
     """Per-(view, slice) weights of helical FBP, shape (num_angles, num_z).
 
     For a slice at height z the source passes it at ψ_c(z) = ψ_mid + z/h. Views are
     weighted by w(ψ − ψ_c(z)): 1 within π/2 − δ of ψ_c, a cos² taper to 0 at π/2 + δ.
     Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
-    weight 1, as the ½ weights do for a circular full scan. δ is as wide as the
-    detector allows (π/2 at most): voxels near the axis stay on the detector for
-    |Δ| ≤ π/p̂, p̂ the normalised pitch. Slices near the ends of the helix, where part
-    of the window was not scanned, are renormalised so their weights still integrate
-    to π over the angles.
+    weight 1, as the ½ weights do for a circular full scan. δ = ``window`` (radians), by
+    default :func:`helical_window` of this geometry (pinned by a front end that
+    reconstructs from a crop of the detector rows, whose own δ would be narrower).
+    Slices near the ends of the helix, where part of the window was not scanned, are
+    renormalised so their weights still integrate to π over the angles.
     """
     h = geometry.helical_pitch
-    pitch = abs(geometry.normalized_helical_pitch())
-    reach = math.pi / pitch                      # |Δ| up to which the axis stays on the detector
-    delta = min(0.5 * math.pi, 0.85 * reach - 0.5 * math.pi)
-    if delta <= 0.05:
-        raise ValueError(f"helical FBP needs a normalised pitch below about 1.6, got {pitch:.3g}: "
-                         "the detector does not cover half a turn of the helix")
+    delta = helical_window(geometry) if window is None else float(window)
     psi = geometry.angles
     psi_mid = geometry.helical_mid_angle
     z = volume.z_samples()
@@ -157,12 +165,13 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     return q, geometry
 
 
-def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None):
+def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None, helical_window=None):
     """The back-projection step of FBP: fan beams weight by sod/(sod − x·θ), cone-parallel
-    beams by D/sod; helical cone beams by :func:`helical_slice_weights`; otherwise the plain matched back-projection."""
+    beams by D/sod; helical cone beams by :func:`helical_slice_weights` (taper
+    ``helical_window``); otherwise the plain matched back-projection."""
     slice_weights = None
     if isinstance(geometry, ConeBeam) and geometry.is_helical:
-        slice_weights = helical_slice_weights(geometry, volume)
+        slice_weights = helical_slice_weights(geometry, volume, helical_window)
     _check_fbp_geometry(geometry)
     return operators.backproject(geometry, volume, q, out=out, fov_radius=fov_radius,
                                  fan_distance_weight=_distance_weighted(geometry),
@@ -170,17 +179,19 @@ def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None):
 
 
 def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
-        offset_scan=False, truncated_scan=False, fov_radius=None, devices=None,
-        max_slices=None):
+        offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
+        devices=None, max_slices=None):
     """Filtered back-projection of ``g`` (num_angles, num_rows, num_cols) float32.
 
     ``g`` is never modified. Returns (or fills ``out``) a (num_z, num_y, num_x) float32
-    volume in attenuation units (1/mm). ``devices`` and ``max_slices``: as for
+    volume in attenuation units (1/mm). ``helical_window``: see
+    :func:`helical_slice_weights`. ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
     """
     _validate.check_geometry(geometry, volume)
     opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
-                offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius)
+                offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius,
+                helical_window=helical_window)
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         return _fbp_gpu(geometry, volume, g, out, **opts)
     _validate.check_array("g", g, geometry.projection_shape)
@@ -196,12 +207,13 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
                                  offset_scan=offset_scan)
     if fov_radius is None and offset_scan and fgeo is not geometry:
         fov_radius = fgeo.fov_radius()
-    return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius)
+    return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
+                                helical_window=helical_window)
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
-                offset_scan=False, truncated_scan=False, fov_radius=None, devices=None,
-                max_slices=None):
+                offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
+                devices=None, max_slices=None):
     """The exact adjoint (transpose) of :func:`fbp`: volume (num_z, num_y, num_x) →
     projections (num_angles, num_rows, num_cols), float32.
 
@@ -215,11 +227,12 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
         return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,
-                                 truncated_scan=truncated_scan, fov_radius=fov_radius)
+                                 truncated_scan=truncated_scan, fov_radius=fov_radius,
+                                 helical_window=helical_window)
     _validate.check_array("f", f, volume.shape)
     _validate.check_finite("f", f)
     fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
-        geometry, volume, offset_scan, fov_radius)
+        geometry, volume, offset_scan, fov_radius, helical_window)
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
                           fan_distance_weight=_distance_weighted(fgeo),
                           slice_weights=slice_weights, devices=devices, max_slices=max_slices)
@@ -238,7 +251,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     return out
 
 
-def _backprojection_layout(geometry, volume, offset_scan, fov_radius):
+def _backprojection_layout(geometry, volume, offset_scan, fov_radius, helical_window=None):
     """The geometry FBP back-projects through and its settings, shared by the CPU FBP
     adjoint and the GPU plan: ``(fgeo, first, n_add, fov_radius, slice_weights)`` —
     fgeo widened by ``n_add`` columns (the data starting at column ``first``) for offset
@@ -251,7 +264,7 @@ def _backprojection_layout(geometry, volume, offset_scan, fov_radius):
         fgeo, first, n_add = offset_scan_layout(geometry)
     if fov_radius is None and offset_scan and fgeo is not geometry:
         fov_radius = fgeo.fov_radius()
-    slice_weights = helical_slice_weights(fgeo, volume) if helical else None
+    slice_weights = helical_slice_weights(fgeo, volume, helical_window) if helical else None
     return fgeo, first, n_add, fov_radius, slice_weights
 
 
@@ -273,10 +286,11 @@ def _check_axial_modular(geometry: ModularBeam):
 
 # ---------------------------------------------------------------------------- GPU
 
-def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window):
+def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window,
+              helical_window):
     """Geometry-only pieces of GPU FBP and its adjoint (the same ones the CPU uses)."""
     fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
-        geometry, volume, offset_scan, fov_radius)
+        geometry, volume, offset_scan, fov_radius, helical_window)
     pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry).ravel() if n_add else None
     plan = make_plan(fgeo, volume, fov_radius=fov_radius,
@@ -307,11 +321,11 @@ def _filter_device(g, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan,
 
 
 def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_scan,
-             truncated_scan, fov_radius, host=None):
+             truncated_scan, fov_radius, helical_window, host=None):
     """FBP on the GPU: CUDA arrays (host=None) or NumPy arrays (host=(devices, cap))."""
     from . import gpu
     fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
-        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
+        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window, helical_window)
     na, nr, nc = fgeo.projection_shape
     if host is not None:
         from numba import cuda
@@ -341,13 +355,13 @@ def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_s
 
 
 def _fbp_adjoint_cuda(geometry, volume, f, out, *, ramp_filter, lowpass, window, offset_scan,
-                      truncated_scan, fov_radius):
+                      truncated_scan, fov_radius, helical_window):
     """:func:`fbp_adjoint` on CUDA arrays, every step on f's device."""
     from . import gpu
     from .kernels.cuda import filters as cf
     dev = _validate.check_cuda_pair("f", f, out, volume.shape, geometry.projection_shape)
     fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
-        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window)
+        geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window, helical_window)
     with _arrays.device_context(dev):
         stream = _arrays.caller_stream(f)
 

@@ -59,6 +59,9 @@ class FBPOptions:
     lowpass : LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
     offset_scan : the detector covers one side of the axis (half-fan weights).
     truncated_scan : the projections are truncated (edge extrapolation in the filter).
+    helical_window : helical scans only: δ, the half-width (radians, in (0, π/2]) of the
+        taper of the view weights (:func:`leap.fbp.helical_slice_weights`); None: as
+        wide as the detector allows (:func:`leap.fbp.helical_window`).
     """
 
     ramp_filter: int = 2
@@ -66,6 +69,15 @@ class FBPOptions:
     lowpass: float = 1.0
     offset_scan: bool = False
     truncated_scan: bool = False
+    helical_window: float | None = None
+
+    def __post_init__(self):
+        if self.helical_window is not None:
+            d = float(self.helical_window)
+            if not 0 < d <= 0.5 * np.pi + 1e-12:
+                raise ValueError(f"helical_window must be in (0, pi/2] radians, got "
+                                 f"{self.helical_window}")
+            object.__setattr__(self, "helical_window", d)
 
     def as_kwargs(self) -> dict:
         return dataclasses.asdict(self)
@@ -281,6 +293,46 @@ class CTSystem:
         scans skip the others), half-open; conservative."""
         lo, hi = _ranges.view_range(self.geometry, self.volume, self.fov())
         return max(0, lo), min(self.geometry.num_angles, hi + 1)
+
+    def part(self, z0: int, z1: int, *, for_fbp: bool = False) -> tuple["CTSystem", slice, slice]:
+        """The piece of this problem that volume slices ``z0:z1`` make, for front ends that
+        cut a problem into independent tasks: ``(system, views, rows)``.
+
+        ``system`` is :meth:`slab` ``(z0, z1)`` on the detector rows ``rows`` and the views
+        ``views`` (slices of the projection axes) that the slab touches
+        (:meth:`rows_needed`, :meth:`views_needed`), so that
+
+        * ``system.project(f[z0:z1])`` is the slab's share of ``project(f)[views, rows]``
+          (the projection of f is the sum of the shares of its slabs);
+        * ``system.backproject(g[views, rows])`` is ``backproject(g)[z0:z1]``;
+        * with ``for_fbp``, ``system.fbp(g[views, rows])`` is ``fbp(g)[z0:z1]``: every
+          view is kept, except for helical scans with equal angular steps, whose view
+          weights do not depend on the views left out, and the helical taper is pinned
+          to the whole detector's (:attr:`FBPOptions.helical_window`).
+
+        Equal to float rounding: the kernels see the same rays on a cropped detector.
+        """
+        sub = self.slab(z0, z1)
+        r0, r1 = sub.rows_needed()
+        v0, v1 = sub.views_needed()
+        options = self.fbp_options
+        helical = bool(getattr(self.geometry, "is_helical", False))
+        if for_fbp and helical and options.helical_window is None \
+                and hasattr(self.geometry, "normalized_helical_pitch"):
+            from .fbp import helical_window
+            options = dataclasses.replace(options, helical_window=helical_window(self.geometry))
+        if for_fbp and not (helical and _equal_steps(self.geometry.view_angles())):
+            v0, v1 = 0, self.geometry.num_angles
+        nc = self.geometry.detector.num_cols
+        geometry = self.geometry[v0:v1].cropped(r0, r1, 0, nc)
+        return (sub.with_changes(geometry=geometry, fbp_options=options),
+                slice(v0, v1), slice(r0, r1))
+
+
+def _equal_steps(angles) -> bool:
+    """Whether successive view angles are equally spaced (to float rounding)."""
+    steps = np.diff(np.asarray(angles, dtype=np.float64))
+    return steps.size == 0 or bool(np.allclose(steps, steps[0], rtol=1e-9, atol=1e-12))
 
 
 class SystemOperator:

@@ -52,17 +52,26 @@ class ArrayMixin:
         return np.full(shape, val, dtype=np.float32)
 
     # ---------------------------------------------------------- operators
-    def project(self, g, f):
+    def project(self, g, f, *, client=None):
         """Forward projection of ``f`` (numZ, numY, numX) into ``g`` (numAngles, numRows, numCols).
 
         ``g`` is overwritten and returned (LEAP's output-first convention). With a volume
         mask set (:meth:`set_volume_mask`), ``f · mask`` is projected; ``f`` is unchanged.
+        With ``client=`` or a lazy ``f`` (dask array, Zarr, HDF5): on
+        :func:`leap.distributed.project`, returning a dask array when ``g`` is None.
         """
+        from .dask_dispatch import run, wants_dask
+        if wants_dask(client, f, g):
+            return run("project", self.system, f, g, client)
         return self.system.project(f, out=g)
 
-    def backproject(self, g, f):
+    def backproject(self, g, f, *, client=None):
         """Back-projection (exact transpose of :meth:`project`) of ``g`` into ``f``; returns
-        ``f`` (times the volume mask, when one is set)."""
+        ``f`` (times the volume mask, when one is set). With ``client=`` or a lazy ``g``:
+        on :func:`leap.distributed.backproject`, as :meth:`project`."""
+        from .dask_dispatch import run, wants_dask
+        if wants_dask(client, g, f):
+            return run("backproject", self.system, g, f, client)
         return self.system.backproject(g, out=f)
 
     project_cpu = project

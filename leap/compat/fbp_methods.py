@@ -99,10 +99,18 @@ class FBPMixin:
         from ..weights import fbp_scale
         return float(fbp_scale(self.core_geometry(), self.core_volume()))
 
-    def FBP(self, g, f=None, inplace=False):
+    def FBP(self, g, f=None, inplace=False, *, client=None):
         """Filtered back-projection (FDK for cone beams) of ``g`` into ``f`` (allocated when
         None); returns ``f``. ``g`` is left untouched unless ``inplace=True`` (then it
-        holds the filtered projections afterwards, where their shape allows)."""
+        holds the filtered projections afterwards, where their shape allows).
+
+        With ``client=`` (a :class:`distributed.Client`, an address, or False for no
+        cluster) or a lazy ``g`` (dask array, Zarr, ``'file.h5:/dataset'``, TIFF stack),
+        it runs slab by slab on :func:`leap.distributed.fbp` and returns a dask array
+        (or fills a NumPy ``f``)."""
+        from .dask_dispatch import run, wants_dask
+        if wants_dask(client, g, f):
+            return run("fbp", self.system, g, f, client)
         if f is None:
             f = self.allocate_volume()
         return self.system.fbp(g, out=f)

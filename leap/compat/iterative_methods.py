@@ -128,14 +128,20 @@ class IterativeMethodsMixin:
         return [xp.ascontiguousarray(g[m::M], dtype=xp.float32) for m in range(M)]
 
     # ---------------------------------------------------- algebraic methods
-    def SIRT(self, g, f, numIter, mask=None, *, progress=True, callback=None):
+    def SIRT(self, g, f, numIter, mask=None, *, progress=True, callback=None, client=None):
         r"""Simultaneous Iterative Reconstruction Technique: SART with one subset,
 
         .. math:: f \leftarrow f + \frac{0.9}{P^T 1} P^T\left[\frac{g - Pf}{P1}\right]
 
         ``mask`` (projections' shape; 0 = pixel not used) is optional; negatives are set
-        to 0. ``callback`` gets ``½ Σ mask·(Pf − g)²/P1``. Returns ``f``.
+        to 0. ``callback`` gets ``½ Σ mask·(Pf − g)²/P1``. Returns ``f``. With
+        ``client=`` or lazy inputs: on :func:`leap.distributed.sirt` (``f`` the start,
+        filled when a NumPy array, else the result is returned as a dask array).
         """
+        from .dask_dispatch import run, wants_dask
+        if wants_dask(client, g, f, mask):
+            return run("sirt", self.system, g, f, client, numIter, f, mask=mask,
+                       progress=progress, callback=callback)
         return _alg.sirt(self._checked_operator(g, f), g, f, numIter, mask=mask,
                          nonnegative=True, progress=progress, callback=callback)
 
@@ -224,9 +230,17 @@ class IterativeMethodsMixin:
         return xp.exp(-_reg.blur(g, 3.0, num_dims=2)).astype(xp.float32)
 
     def LS(self, g, f, numIter, preconditioner=None, nonnegativityConstraint=True, *,
-           progress=True, callback=None):
+           progress=True, callback=None, client=None):
         r"""Least Squares, :math:`\frac12\|Pf - g\|^2`, by preconditioned conjugate
-        gradients; ``preconditioner`` is None, 'SQS', 'RAMP' or 'SARR'. Returns ``f``."""
+        gradients; ``preconditioner`` is None, 'SQS', 'RAMP' or 'SARR'. Returns ``f``.
+        With ``client=`` or lazy inputs: on :func:`leap.distributed.ls` (None or 'SQS'),
+        as :meth:`SIRT`."""
+        from .dask_dispatch import run, wants_dask
+        if wants_dask(client, g, f):
+            return run("ls", self.system, g, f, client, numIter, f,
+                       preconditioner=preconditioner,
+                       nonnegative=bool(nonnegativityConstraint), progress=progress,
+                       callback=callback)
         return self._rwls("LS", g, f, numIter, None, 1.0, preconditioner,
                           nonnegativityConstraint, progress, callback)
 

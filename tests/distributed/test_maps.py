@@ -1,0 +1,131 @@
+"""Distributed fbp/project/backproject equal the in-memory CTSystem maps (≤ 1e-6)."""
+import numpy as np
+import pytest
+
+import leap.distributed as ld
+from leap.system import CTSystem
+
+from dask_cases import GEOMETRIES, make_system, rel
+
+
+@pytest.mark.parametrize("kind", GEOMETRIES)
+def test_maps_equal_in_memory_on_a_cluster(client, kind):
+    s = make_system(kind)
+    rng = np.random.default_rng(1)
+    f = rng.random(s.volume_shape, dtype=np.float32)
+    g = rng.random(s.projection_shape, dtype=np.float32)
+    nz = s.volume_shape[0]
+    slabs = 5 if nz % 5 else 7
+    assert nz % slabs, "the slab count must not divide the volume"
+    P = ld.project(s, f, client=client, slabs=slabs)
+    B = ld.backproject(s, g, client=client, slabs=slabs)
+    F = ld.fbp(s, g, client=client, slabs=slabs)
+    assert len(B.chunks[0]) == slabs and len(set(B.chunks[0])) == 2
+    P, B, F = client.compute([P, B, F], sync=True)
+    assert rel(P, s.project(f)) <= 1e-6
+    assert rel(B, s.backproject(g)) <= 1e-6
+    assert rel(F, s.fbp(g)) <= 1e-6
+
+
+@pytest.mark.parametrize("slabs", [1, 2, 9])
+def test_slab_counts_and_chunked_inputs_without_a_cluster(slabs):
+    """client=False runs in this process; inputs of any chunking give the same result."""
+    da = pytest.importorskip("dask.array")
+    s = make_system("cone")
+    rng = np.random.default_rng(2)
+    f = rng.random(s.volume_shape, dtype=np.float32)
+    g = rng.random(s.projection_shape, dtype=np.float32)
+    gd = da.from_array(g, chunks=(7, 5, 32))
+    fd = da.from_array(f, chunks=(4, 16, 16))
+    assert rel(ld.fbp(s, gd, client=False, slabs=slabs).compute(), s.fbp(g)) <= 1e-6
+    assert rel(ld.project(s, fd, client=False, slabs=slabs).compute(), s.project(f)) <= 1e-6
+    assert rel(ld.backproject(s, gd, client=False, slabs=slabs).compute(),
+               s.backproject(g)) <= 1e-6
+
+
+def test_settings_reach_the_slabs():
+    """Field of view, volume mask, attenuated model and FBP options travel with the system."""
+    from leap.compat import tomographicModels
+    ct = tomographicModels()
+    ct.set_parallelbeam(30, 9, 24, 1, 1, 4, 11.5, ct.setAngleArray(30, 360))
+    ct.set_default_volume()
+    ct.set_diameterFOV(16)
+    mask = np.ones(ct.get_volume_dim(), np.float32)
+    mask[:, :5] = 0
+    ct.set_volume_mask(mask)
+    ct.set_cylindircalAttenuationMap(0.02, 9)
+    ct.set_rampFilter(12)
+    s = ct.system
+    rng = np.random.default_rng(3)
+    f = rng.random(s.volume_shape, dtype=np.float32)
+    g = rng.random(s.projection_shape, dtype=np.float32)
+    assert rel(ld.project(s, f, client=False, slabs=4).compute(), s.project(f)) <= 1e-6
+    assert rel(ld.backproject(s, g, client=False, slabs=4).compute(), s.backproject(g)) <= 1e-6
+    assert rel(ld.fbp(s, g, client=False, slabs=4).compute(), s.fbp(g)) <= 1e-6
+
+
+def test_part_covers_what_each_slab_touches():
+    """CTSystem.part: the slabs' shares sum to the projection; their back-projections and
+    FBPs are slices of the whole (helical: on view subsets, cropped rows)."""
+    s = make_system("helical")
+    s = s.with_changes(volume=s.volume.with_changes(num_z=60))
+    rng = np.random.default_rng(4)
+    f = rng.random(s.volume_shape, dtype=np.float32)
+    g = rng.random(s.projection_shape, dtype=np.float32)
+    acc = np.zeros(s.projection_shape, np.float32)
+    F = s.fbp(g)
+    for z0, z1 in ld.slab_bounds(60, 6):
+        part, v, r = s.part(z0, z1)
+        assert v.stop - v.start < s.projection_shape[0]        # helical: fewer views
+        acc[v, r] += part.project(np.ascontiguousarray(f[z0:z1]))
+        pf, vf, rf = s.part(z0, z1, for_fbp=True)
+        assert rel(pf.fbp(np.ascontiguousarray(g[vf, rf])), F[z0:z1]) <= 1e-6
+    assert rel(acc, s.project(f)) <= 1e-6
+
+
+def test_slab_bounds():
+    assert ld.slab_bounds(10, 3) == [(0, 3), (3, 7), (7, 10)]
+    assert ld.slab_bounds(5, 5) == [(i, i + 1) for i in range(5)]
+
+
+def test_bad_inputs_are_named_before_work(tmp_path):
+    s = make_system("cone")
+    g = np.zeros(s.projection_shape, np.float32)
+    with pytest.raises(ValueError, match=r"g must have shape \(40, 23, 32\)"):
+        ld.fbp(s, g[:, :5], client=False)
+    with pytest.raises(TypeError, match="g must be float32.*astype"):
+        ld.fbp(s, g.astype(np.float64), client=False)
+    with pytest.raises(ValueError, match="f must have shape"):
+        ld.project(s, np.zeros((3, 3, 3), np.float32), client=False)
+    with pytest.raises(ValueError, match="slabs must be between 1 and"):
+        ld.fbp(s, g, client=False, slabs=0)
+    with pytest.raises(TypeError, match="slabs must be a whole number"):
+        ld.fbp(s, g, client=False, slabs=2.5)
+    with pytest.raises(TypeError, match="system must be a leap CTSystem"):
+        ld.fbp("cone", g, client=False)
+    with pytest.raises(TypeError, match="client must be"):
+        ld.fbp(s, g, client=42)
+    with pytest.raises(TypeError, match="g must be a dask array"):
+        ld.fbp(s, object(), client=False)
+    assert isinstance(s, CTSystem)
+
+
+def test_unreachable_clients_fail_before_work():
+    distributed = pytest.importorskip("distributed")
+    s = make_system("parallel")
+    g = np.zeros(s.projection_shape, np.float32)
+    with pytest.raises(ConnectionError, match="cannot reach a Dask scheduler"):
+        ld.fbp(s, g, client="tcp://127.0.0.1:9", )
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as lc:
+        c = distributed.Client(lc, set_as_default=False)
+        c.close()
+        with pytest.raises(ConnectionError, match="not running"):
+            ld.fbp(s, g, client=c)
+
+
+def test_nan_in_a_slab_is_reported():
+    s = make_system("parallel")
+    g = np.zeros(s.projection_shape, np.float32)
+    g[3, 2, 4] = np.nan
+    with pytest.raises(ValueError, match="finite|NaN"):
+        ld.fbp(s, g, client=False, slabs=3).compute()
