@@ -2,7 +2,9 @@
 # One entry point for developers and CI.
 #   ./dev.sh demo   set up .venv and run the demo (cone-beam scan of a 3-D phantom)
 #   ./dev.sh test   set up .venv and run the test suite (what .ci/run calls)
-# Extra arguments after the verb go to the demo script or to pytest.
+#   ./dev.sh docs   set up .venv and build the documentation into docs/_build/html
+#                   (warnings are errors, as in the test suite's docs build)
+# Extra arguments after the verb go to the demo script, to pytest or to sphinx-build.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -35,11 +37,15 @@ case "$verb" in
         setup
         exec "$VENV/bin/python" -m pytest "$@"
         ;;
+    docs)
+        setup
+        exec "$VENV/bin/python" -m sphinx -W --keep-going -b html docs docs/_build/html "$@"
+        ;;
     setup)
         setup
         ;;
     *)
-        echo "usage: ./dev.sh {demo|test|setup} [args...]" >&2
+        echo "usage: ./dev.sh {demo|test|docs|setup} [args...]" >&2
         exit 2
         ;;
 esac

@@ -3,13 +3,13 @@
 The order of FBP's two steps is swapped: the (redundancy-weighted) projections are
 back-projected first and the volume is then ramp filtered, slice by slice, in 2-D.
 Over 180° of parallel views the back-projection of the data of f is f convolved with
-1/|x| (the point spread of PᵀP), whose 2-D Fourier transform is 1/|ξ|; the 2-D ramp
-filter |ξ| undoes it, so the result is f in attenuation units (1/mm), like FBP.
+``1/|x|`` (the point spread of PᵀP), whose 2-D Fourier transform is ``1/|ξ|``; the 2-D
+ramp filter ``|ξ|`` undoes it, so the result is f in attenuation units (1/mm), like FBP.
 
 Upstream (``src/leapctype.py``) computes ``backproject(g, f)``, ``rampFilterVolume(f)``
 and ``f *= get_FBPscalar()`` for parallel beams only (other geometries: ``None``). That
 back-projects onto the volume alone, inside the field-of-view circle, although the
-1/|x| tails of the back-projection extend far beyond it: the ramp filter then sees a
+``1/|x|`` tails of the back-projection extend far beyond it: the ramp filter then sees a
 truncated image, which biases a uniform object by several per cent (+4.5 % for a disc of
 radius 30 voxels in a 128² volume). Here the back-projection is computed on a grid
 ``extension`` times wider on every side, without the field-of-view mask (the data of an

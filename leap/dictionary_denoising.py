@@ -11,13 +11,13 @@ result is a denoised array.
 OMP for one patch x (M voxels), dictionary atoms d_j (rows of D, K × M):
 
 1. residual r = x, selected set I = ∅;
-2. pick j ∉ I maximising |<r, d_j>| / ‖d_j‖, add it to I;
+2. pick j ∉ I maximising ``|<r, d_j>| / ‖d_j‖``, add it to I;
 3. γ = argmin ‖x − D_Iᵀ γ‖ (least squares on the selected atoms), r = x − D_Iᵀ γ;
 4. stop after ``sparsity`` atoms, or when ‖r‖² < ε·‖x‖² (ε > 0), else go to 2.
 
 It is implemented as "Batch-OMP" (Rubinstein, Zibulevsky and Elad 2008): with the Gram
 matrix G = D Dᵀ and α⁰ = D x, the correlations of the residual are α⁰ − G[:, I] γ and
-‖r‖² = ‖x‖² − γ·α⁰_I, so the patch is read once and each step costs O(K·|I|); the
+‖r‖² = ‖x‖² − γ·α⁰_I, so the patch is read once and each step costs ``O(K·|I|)``; the
 least-squares system G_II γ = α⁰_I is solved with a Cholesky factor grown one row per
 step.
 

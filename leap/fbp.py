@@ -52,7 +52,7 @@ def _sample_spacing(geometry) -> float:
 def helical_window(geometry: ConeBeam) -> float:
     """δ, the half-width (radians) of the cos² taper of :func:`helical_slice_weights`, as
     wide as the detector allows: voxels near the axis stay on the detector for
-    |Δ| ≤ π/p̂ (p̂ the normalised pitch), and δ = min(π/2, 0.85·π/p̂ − π/2)."""
+    ``|Δ| ≤ π/p̂`` (p̂ the normalised pitch), and δ = min(π/2, 0.85·π/p̂ − π/2)."""
     pitch = abs(geometry.normalized_helical_pitch())
     delta = min(0.5 * math.pi, 0.85 * math.pi / pitch - 0.5 * math.pi)
     if delta <= 0.05:
@@ -102,21 +102,48 @@ def _distance_weighted(geometry) -> bool:
     return isinstance(geometry, (FanBeam, ConeParallelBeam))
 
 
-def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
-    """The filtering stage's pieces: pre-weights (incl. view weights), the scaled ramp
-    response and the post-weights (None where absent)."""
+def _filter_factors(geometry, volume, ramp_filter, lowpass, window):
+    """The filtering stage's pieces: the pre-weight factors (float64 arrays broadcasting
+    against (num_angles, num_rows, num_cols): view weights, Parker weights, cosine
+    weights), the scaled ramp response and the float32 post-weights (None where absent)."""
     _check_fbp_geometry(geometry)
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
     pre, post = cosine_weights(geometry)
-    w = view_weights(geometry, helical=helical)
+    factors = [view_weights(geometry, helical=helical)]
     parker = None if helical else parker_weights(geometry)
     if parker is not None:
-        w = w * parker
+        factors.append(parker)
     if pre is not None:
-        w = w * pre
+        factors.append(pre)
     H = geometry_ramp_response(geometry, ramp_filter, lowpass, window)
     H *= fbp_scale(geometry, volume)
-    return w.astype(np.float32), H, None if post is None else post.astype(np.float32)
+    return factors, H, None if post is None else post.astype(np.float32)
+
+
+def _pre_weights(factors, vs=0, ve=None):
+    """The float32 product of the pre-weight factors for views vs:ve."""
+    w = _views_of(factors[0], vs, ve)
+    for f in factors[1:]:
+        w = w * _views_of(f, vs, ve)
+    return w.astype(np.float32)
+
+
+def _scale_views(q, factors):
+    """``q *= pre-weights``, a block of views at a time, so the weights never take more
+    than a few MB however large q is (bit for bit the product of the whole arrays)."""
+    na = q.shape[0]
+    step = max(1, (1 << 19) // max(1, q[0].size))
+    for vs in range(0, na, step):
+        ve = min(na, vs + step)
+        q[vs:ve] *= _pre_weights(factors, vs, ve)
+    return q
+
+
+def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
+    """:func:`_filter_factors` with the pre-weights multiplied out (float32, the GPU's
+    form)."""
+    factors, H, post = _filter_factors(geometry, volume, ramp_filter, lowpass, window)
+    return _pre_weights(factors), H, post
 
 
 def geometry_ramp_response(geometry, ramp_filter=2, lowpass=1.0, window="none") -> np.ndarray:
@@ -154,8 +181,8 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     q = np.array(g, dtype=np.float32, copy=True)
     if offset_scan and not helical:
         q, geometry = offset_scan_padding(geometry, q)
-    pre, H, post = _filter_steps(geometry, volume, ramp_filter, lowpass, window)
-    q *= pre
+    factors, H, post = _filter_factors(geometry, volume, ramp_filter, lowpass, window)
+    _scale_views(q, factors)
     if row_filter is None:
         filter_rows(q, H, extrapolate=truncated_scan)
     else:
@@ -236,11 +263,11 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     q = operators.project(fgeo, volume, f, fov_radius=fov_radius,
                           fan_distance_weight=_distance_weighted(fgeo),
                           slice_weights=slice_weights, devices=devices, max_slices=max_slices)
-    pre, H, post = _filter_steps(fgeo, volume, ramp_filter, lowpass, window)
+    factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
     if post is not None:
         q *= post
     filter_rows(q, H, extrapolate=truncated_scan, transpose=True)
-    q *= pre
+    _scale_views(q, factors)
     if n_add:
         nc = geometry.detector.num_cols
         q = q[:, :, first:first + nc] * (2.0 * offset_scan_weights(geometry)).astype(np.float32)
@@ -299,9 +326,10 @@ def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, w
 
 
 def _views_of(w, vs, ve):
-    """Rows vs:ve of a weight array broadcasting against (na, nr, nc)."""
+    """Views vs:ve of a weight array broadcasting against (na, nr, nc)."""
     if w is None:
         return None
+    w = np.asarray(w)
     w = w.reshape((1,) * (3 - w.ndim) + w.shape)
     return w if w.shape[0] == 1 else w[vs:ve]
 

@@ -164,8 +164,9 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     n = 2 * (H.size - 1)
     ne = min(n - num_cols - 1, 100) if extrapolate else 0
     rows = g.reshape(-1, num_cols)
-    # Chunks bound the temporary complex spectra to a few MB.
-    step = max(1, (1 << 22) // n)
+    # Blocks of rows bound the temporaries (padded rows, spectra) to about 6 MB, so
+    # filtering adds little to the projections' own memory.
+    step = max(1, (1 << 18) // n)
     for start in range(0, rows.shape[0], step):
         block = rows[start:start + step]
         pad = np.zeros((block.shape[0], n), dtype=np.float64)

@@ -85,6 +85,7 @@ def set_max_slices(n: int | None) -> None:
 
 
 def get_max_slices() -> int | None:
+    """The chunk cap of :func:`set_max_slices` (None: free GPU memory decides)."""
     return _state["max_slices"]
 
 

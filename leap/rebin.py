@@ -94,7 +94,7 @@ def source_views(alpha, beta, wrap, atan_A, beta_min, beta_max):
 
 def gather_view_column(data, view_pos, col_pos, order=6):
     """Lagrange interpolation of ``data`` (num_views, num_cols, …) at fractional (view,
-    column) positions of equal shape S, with LEAP's stencils (:func:`_stencils`) in both;
+    column) positions of equal shape S, with LEAP's stencils (``_stencils``) in both;
     returns shape S + data.shape[2:], float64."""
     na, nc = data.shape[:2]
     fv, _, wv = _stencils(view_pos, na, order)

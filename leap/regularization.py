@@ -101,7 +101,7 @@ def huber(t, delta, p=1.2):
 
 
 def huber_curvature(t, delta, p=1.2):
-    """h'(t)/t: 1 for |t| ≤ δ, (|t|/δ)^(p−2) beyond: the surrogate's curvature."""
+    """h'(t)/t: 1 for ``|t| ≤ δ``, ``(|t|/δ)^(p−2)`` beyond: the surrogate's curvature."""
     xp = array_namespace(t)
     delta, p = _delta(delta), _check_p(p)
     shape = getattr(t, "shape", ())
@@ -119,7 +119,7 @@ def huber_curvature(t, delta, p=1.2):
 
 
 def huber_derivative(t, delta, p=1.2):
-    """h'(t) = t for |t| ≤ δ, δ^(2−p) sign(t) |t|^(p−1) beyond."""
+    """h'(t) = t for ``|t| ≤ δ``, ``δ^(2−p) sign(t) |t|^(p−1)`` beyond."""
     return t * huber_curvature(t, delta, p)
 
 
@@ -264,7 +264,7 @@ def tv_denoise(f, delta, beta, num_iter, p=1.2, *, neighbors=26, mean_over_first
 
     Each step is LEAP's: with d = ∇R(x) (averaged over the first axis when
     ``mean_over_first_dim``, one smoothing shared by all slices), the step length is
-    the surrogate-optimal one for R alone, s = |d|² / (2·dᵀHd) (LEAP's quadratic form is
+    the surrogate-optimal one for R alone, ``s = |d|² / (2·dᵀHd)`` (LEAP's quadratic form is
     twice :func:`tv_quad_form`), and x ← x − s·(d + x − f), the gradient of the whole
     objective. Steps stop when dᵀHd vanishes (x flat).
 

@@ -7,7 +7,7 @@ Samples are aligned on the array centres: output sample i sits at input position
 values are repeated).
 
 * Down-sampling averages with LEAP's anti-alias "bump" filter: taps
-  ``cos²(π/2·(l − δ)/f)`` for |l − δ| ≤ f, normalised to sum 1 (δ the sub-sample delay),
+  ``cos²(π/2·(l − δ)/f)`` for ``|l − δ| ≤ f``, normalised to sum 1 (δ the sub-sample delay),
   the same filter as LEAP's LowPassFilter.
 * Up-sampling interpolates linearly.
 """

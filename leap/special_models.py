@@ -6,13 +6,13 @@ Core functions (arrays in, arrays out, radians and mm); the facade methods are i
 
 Symmetric objects (LEAP ``set_axisOfSymmetry``, one view, parallel or cone beam):
 the volume is a (num_z, num_y, 1) array f(z′, r) of the signed radius r = y (num_y
-even, offsets 0); see :mod:`leap.kernels.cpu.symmetric` for the model.
+even, offsets 0); see ``leap.kernels.cpu.symmetric`` for the model.
 
 Attenuated Radon transform (parallel beam): per view,
 ``g(θ, s) = ∫ f(sθ⊥ + tθ) exp(−Dμ(sθ⊥ + tθ, θ)) dt``, ``Dμ(x, θ) = ∫_0^∞ μ(x + τθ) dτ``,
 discretised as the ordinary (separable-footprint) projection of f·exp(−Dμ) at voxel
 centres, so the back-projection Σ_views exp(−Dμ)·Pᵀ is its exact transpose. μ is a
-voxelised map (:func:`leap.kernels.cpu.attenuated.exponent_map`) or LEAP's cylinder of
+voxelised map (``leap.kernels.cpu.attenuated.exponent_map``) or LEAP's cylinder of
 value c and radius R, where exp(−Dμ) = exp(−c(√(R² − s²) − x·θ)) inside the cylinder
 and 0 outside (LEAP's CPU model: the object must lie inside the cylinder).
 """
@@ -247,7 +247,7 @@ def attenuated_fbp(geometry, volume: Volume, g, atten: AttenuationMap, out=None,
     """FBP inversion of the attenuated Radon transform (parallel beam, ≥ 360°).
 
     Cylinder (Tretiak–Metz, as LEAP): the data become the exponential Radon transform
-    by the factor exp(c√(R² − s²)), are ramp filtered with the band |ω| < |c| removed
+    by the factor exp(c√(R² − s²)), are ramp filtered with the band ``|ω| < |c|`` removed
     (Shepp–Logan ramp minus the band-limited ramp), converted back, and back-projected
     with μ → −μ. Voxelised μ: Novikov's formula
     ``f = (1/4π) Re div ∫ θ⊥ e^{Dμ(x,θ)} (e^{−h} H e^{h} g)(θ, x·θ⊥) dθ``,

@@ -54,14 +54,22 @@ class FBPOptions:
     """Options of filtered back-projection (LEAP's ``set_rampFilter``, ``set_FBPlowpass``,
     ``set_offsetScan``, ``set_truncatedScan``).
 
-    ramp_filter : LEAP's ramp filter order 0..12 (2 = Shepp–Logan, 12 = Ram–Lak).
-    window : extra apodisation window of :data:`leap.filters.WINDOWS` ('none', 'hann', …).
-    lowpass : LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
-    offset_scan : the detector covers one side of the axis (half-fan weights).
-    truncated_scan : the projections are truncated (edge extrapolation in the filter).
-    helical_window : helical scans only: δ, the half-width (radians, in (0, π/2]) of the
-        taper of the view weights (:func:`leap.fbp.helical_slice_weights`); None: as
-        wide as the detector allows (:func:`leap.fbp.helical_window`).
+    Attributes
+    ----------
+    ramp_filter : int
+        LEAP's ramp filter order 0..12 (2 = Shepp–Logan, 12 = Ram–Lak).
+    window : str
+        Extra apodisation window of :data:`leap.filters.WINDOWS` ('none', 'hann', …).
+    lowpass : float
+        LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
+    offset_scan : bool
+        The detector covers one side of the axis (half-fan weights).
+    truncated_scan : bool
+        The projections are truncated (edge extrapolation in the filter).
+    helical_window : float or None
+        Helical scans only: δ, the half-width (radians, in (0, π/2]) of the taper of the
+        view weights (:func:`leap.fbp.helical_slice_weights`); None: as wide as the
+        detector allows (:func:`leap.fbp.helical_window`).
     """
 
     ramp_filter: int = 2

@@ -58,14 +58,16 @@ def _uv(geometry):
 
 
 def cosine_weights(geometry):
-    """Pre- and post-filter weights ``(pre, post)``; None for parallel beams.
+    """Pre- and post-filter weights ``(pre, post)``; None for parallel beams::
 
-    fan (flat):   pre = (1 + τu/sod)/√(1+u²),        post = 1/√(1+u²)
-    fan (curved): pre = cos u + (τ/sod) sin u,       post = 1
-    cone (flat):  pre = (1 + τu/sod)/√(1+u²+v²),     post = 1/√(1+u²+v²)
-    cone (curved): pre = (cos u + (τ/sod) sin u)/√(1+v²), post = 1/√(1+v²)
-    modular: as flat cone, per view (:meth:`ModularBeam.axial_terms`).
-    cone-parallel: pre = post = 1/√(1+v²) (columns are already parallel; no τ term).
+        fan (flat):     pre = (1 + τu/sod)/√(1+u²),              post = 1/√(1+u²)
+        fan (curved):   pre = cos u + (τ/sod) sin u,             post = 1
+        cone (flat):    pre = (1 + τu/sod)/√(1+u²+v²),           post = 1/√(1+u²+v²)
+        cone (curved):  pre = (cos u + (τ/sod) sin u)/√(1+v²),   post = 1/√(1+v²)
+        cone-parallel:  pre = post = 1/√(1+v²)  (columns are already parallel; no τ term)
+
+    Modular beams are weighted as flat cone beams, view by view
+    (:meth:`ModularBeam.axial_terms`).
     """
     if isinstance(geometry, ParallelBeam):
         return None, None
@@ -171,21 +173,30 @@ def view_weights(geometry, *, helical: bool = False) -> np.ndarray:
         local[1:-1] = 0.5 * (steps[:-1] + steps[1:])
         w *= local / aT
         if not helical and angular_range_degrees(angles) >= FULL_SCAN_DEGREES:
+            # How often each view's rays are measured: the views within one step of
+            # it modulo 2π, linearly weighted. Blocks of views keep the (block × n)
+            # temporaries small for scans of thousands of views.
             k = np.arange(n)
-            d = (k[None, :] - k[:, None]) * T
-            off = np.abs(np.arctan2(np.sin(d), np.cos(d)))
-            total = np.sum(np.where(off < aT, 1.0 - off / aT, 0.0), axis=1)
+            total = np.empty(n)
+            step = max(1, (1 << 18) // n)
+            for a in range(0, n, step):
+                d = (k[None, :] - k[a:a + step, None]) * T
+                off = np.abs(np.arctan2(np.sin(d), np.cos(d)))
+                total[a:a + step] = np.sum(np.where(off < aT, 1.0 - off / aT, 0.0), axis=1)
             w *= 0.5 / total
     return w[:, None, None]
 
 
 def fbp_scale(geometry, volume) -> float:
-    """LEAP's FBP scale factor (``get_FBPscalar``).
+    """LEAP's FBP scale factor (``get_FBPscalar``)::
 
-    parallel: |T_φ|·pw·ph / (2π·vw²·vh)
-    fan:      |T_φ|·pw·M·ph / (2π·vw²·vh)
-    cone, modular: |T_φ|·pw·M·ph·M / (2π·vw²·vh), M = sod/sdd.
-    cone-parallel: |T_φ|·pw·ph·M / (2π·vw²·vh) (columns measured at the axis).
+        parallel:       |T_φ|·pw·ph / (2π·vw²·vh)
+        fan:            |T_φ|·pw·M·ph / (2π·vw²·vh)
+        cone, modular:  |T_φ|·pw·M·ph·M / (2π·vw²·vh), M = sod/sdd
+        cone-parallel:  |T_φ|·pw·ph·M / (2π·vw²·vh)  (columns measured at the axis)
+
+    T_φ is the mean angular step (:func:`angular_step`), pw/ph the pixel width and
+    height, vw/vh the voxel width and height.
     """
     d = geometry.detector
     T = abs(angular_step(geometry))
@@ -299,7 +310,7 @@ def offset_scan_weights(geometry) -> np.ndarray:
 
     With s the signed distance of a column's ray from the rotation axis and delta the
     half-width of the doubly measured band: w = cos²(π/4·(s − delta)/delta) for
-    |s| ≤ delta, 0 beyond on the short side, 1 on the long side. Modular beams: one
+    ``|s| ≤ delta``, 0 beyond on the short side, 1 on the long side. Modular beams: one
     set of column weights from the views' mean distances (the GPU path takes one too).
     """
     s, delta, left, _ = _offset_geometry_terms(geometry)
@@ -317,7 +328,7 @@ def offset_scan_layout(geometry):
     the short side so the detector is symmetric about the axis, and the index of the
     measured columns' first column in it. Scans shorter than a full turn (less than
     360° − one step) and detectors needing no padding give ``(geometry, 0, 0)``.
-    Raises ValueError for detectors that do not reach across the axis, |tau| ≥ sod, and
+    Raises ValueError for detectors that do not reach across the axis, ``|tau| ≥ sod``, and
     padding beyond :data:`MAX_OFFSET_PADDING` times the detector width.
     """
     full = 360.0 - math.degrees(abs(angular_step(geometry)))

@@ -88,3 +88,15 @@ def cone_scan(range_deg, num_angles=90, *, center_col=None, tau=0.0, det=CONE_DE
         det = det.with_changes(center_col=center_col)
     angles = 0.3 + np.deg2rad(range_deg) * np.arange(num_angles) / num_angles
     return leap.ConeBeam(detector=det, angles=angles, sod=200.0, sdd=400.0, tau=tau)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A LocalCluster of two worker processes, one thread each (as CI has two cores), for
+    the tests of leap.distributed."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0",
+                                  env={"NUMBA_NUM_THREADS": "1"}) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c

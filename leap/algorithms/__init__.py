@@ -8,14 +8,14 @@ arrays (the array module is taken from the arguments). All accept ``progress`` (
 tqdm bar once a run lasts over a second) and ``callback(iteration, f, data_fit)``,
 which stops the run by returning True.
 
-=========================  =================================================
+==========================  ===================================================
 :func:`sirt`, :func:`sart`  simultaneous / ordered-subset algebraic updates
 :func:`mlem`, :func:`osem`  expectation maximisation (Poisson emission model)
 :func:`ls`, :func:`wls`,    (regularised, weighted) least squares by
 :func:`rls`, :func:`rwls`   preconditioned conjugate gradients
 :func:`asd_pocs`            SART alternated with regulariser steps (iTV)
 :func:`mltr`                maximum likelihood for transmission data
-=========================  =================================================
+==========================  ===================================================
 """
 from ._array import array_namespace
 from ._monitor import IterationMonitor

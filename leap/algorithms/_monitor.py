@@ -42,6 +42,8 @@ class IterationMonitor:
         return self.callback is not None
 
     def step(self, iteration, f, data_fit=None) -> bool:
+        """Record a completed iteration: advance the progress bar and call the callback.
+        Returns True when the callback asks to stop."""
         if self._bar is not None:
             self._bar.update(1)
             if data_fit is not None and math.isfinite(data_fit):

@@ -17,7 +17,7 @@ CG_RESTART = 50
 
 
 def ramp_filter_slices(u, out=None, n=None):
-    """A 2-D ramp filter |ω| applied to every slice u[k] (zero-padded FFT of size ``n``,
+    """A 2-D ramp filter ``|ω|`` applied to every slice u[k] (zero-padded FFT of size ``n``,
     default twice the larger side): an approximation of (PᵀP)⁻¹ up to scale, used as
     RWLS's 'RAMP' preconditioner and by ``rampFilterVolume``.
 

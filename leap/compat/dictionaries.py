@@ -1,4 +1,4 @@
-"""Patch dictionaries for :meth:`tomographicModels.DictionaryDenoising` (upstream LEAP's
+"""Patch dictionaries for :meth:`tomographicModels.DictionaryDenoising <leap.compat.model.tomographicModels.DictionaryDenoising>` (upstream LEAP's
 ``utils/generateDictionary.py``; names and arguments kept, so ``from generateDictionary
 import *`` works as in LEAP's demo ``d27_dictionaryDenoising``).
 

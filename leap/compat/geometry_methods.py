@@ -7,7 +7,7 @@ The computations live in the core: the geometry classes' edits (``with_num_angle
 :mod:`leap.geometric_calibration`, :mod:`leap.masks`, :mod:`leap.resample` and
 :mod:`leap.mar`. This mixin converts LEAP's arguments (degrees, pixel indices, LEAP
 names, array kinds) for them and records the geometries they return as LEAP's
-parameters (:meth:`GeometryToolsMixin._record`).
+parameters (``GeometryToolsMixin._record``).
 """
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
         """Cone-beam geometry (flat detector; see :meth:`set_curvedDetector`).
 
         helicalPitch : source advance along z in mm per radian (0 = circular orbit).
-        tiltAngle : detector rotation about the central ray, degrees (|tilt| ≤ 5).
+        tiltAngle : detector rotation about the central ray, degrees (``|tilt| ≤ 5``).
         """
         p = self._detector_params(numAngles, numRows, numCols, pixelHeight, pixelWidth,
                                   centerRow, centerCol)

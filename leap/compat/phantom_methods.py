@@ -45,11 +45,19 @@ class PhantomMixin:
         """Add a solid to the volume ``f`` (voxelised), or, with ``f=None``, to the
         analytic phantom used by :meth:`rayTrace`.
 
-        typeOfObject : ELLIPSOID=0, PARALLELEPIPED=1, CYLINDER_X=2, CYLINDER_Y=3,
-            CYLINDER_Z=4, CONE_X=5, CONE_Y=6, CONE_Z=7.
-        c, r : centre and radii (x, y, z), mm (a scalar means the same on all axes).
-        val : value inside the object (attenuation per mm); it replaces what is there.
-        A : (3, 3) rotation about the centre; clip : (3,) clipping planes, mm.
+        Parameters
+        ----------
+        typeOfObject : int
+            ELLIPSOID=0, PARALLELEPIPED=1, CYLINDER_X=2, CYLINDER_Y=3, CYLINDER_Z=4,
+            CONE_X=5, CONE_Y=6, CONE_Z=7.
+        c, r : float or (3,) floats
+            Centre and radii (x, y, z), mm (a scalar means the same on all axes).
+        val : float
+            Value inside the object (attenuation per mm); it replaces what is there.
+        A : (3, 3) array, optional
+            Rotation about the centre.
+        clip : (3,) array, optional
+            Clipping planes, mm.
         """
         from ..phantoms import Phantom, PhantomObject
         c = [c, c, c] if np.ndim(c) == 0 else c

@@ -105,7 +105,7 @@ class SpecialModelsMixin:
     # ------------------------------------------------------ symmetric objects
     def set_axisOfSymmetry(self, val):
         """Model the object as rotationally symmetric about an axis rotated ``val`` degrees
-        (|val| ≤ 30) from +z about the detector-row (column-coordinate) direction, its
+        (``|val| ≤ 30``) from +z about the detector-row (column-coordinate) direction, its
         top towards the detector for val > 0.
 
         Needs one projection angle and a parallel or cone beam. The volume is then a

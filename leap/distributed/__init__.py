@@ -31,8 +31,10 @@ Example::
 from .iterative import ls, rwls, sart, sirt
 from .maps import backproject, fbp, project
 from .slabs import SlabPlan, default_slabs, slab_bounds
-from .sources import as_dask, is_source, open_hdf5, open_tiff_stack, open_zarr, write_zarr
+from .sources import (HDF5Source, Source, TiffStack, ZarrSource, as_dask, is_source, open_hdf5,
+                      open_tiff_stack, open_zarr, write_zarr)
 
 __all__ = ["fbp", "project", "backproject", "sirt", "sart", "ls", "rwls", "as_dask",
-           "is_source", "open_zarr", "open_hdf5", "open_tiff_stack", "write_zarr",
+           "is_source", "open_zarr", "open_hdf5", "open_tiff_stack", "write_zarr", "Source",
+           "ZarrSource", "HDF5Source", "TiffStack",
            "SlabPlan", "default_slabs", "slab_bounds"]

@@ -17,6 +17,9 @@ import os
 
 _LOCAL = {}
 
+#: Seconds to wait for a scheduler (and one of its workers) to answer.
+CONNECT_TIMEOUT_S = 10.0
+
 
 def _import_distributed():
     try:
@@ -55,12 +58,13 @@ def _close_local():
                 pass
 
 
-def resolve_client(client, *, timeout: float = 10.0):
+def resolve_client(client, *, timeout: float | None = None):
     """The :class:`distributed.Client` to run on (None for ``client=False``), checked to
     reach a running scheduler with at least one worker: a clear ``ConnectionError``
     otherwise, before any work starts."""
     if client is False:
         return None
+    timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
     distributed = _import_distributed()
     if client is None:
         try:
@@ -82,7 +86,7 @@ def resolve_client(client, *, timeout: float = 10.0):
     return client
 
 
-def check_client(client, timeout: float = 10.0):
+def check_client(client, timeout: float = CONNECT_TIMEOUT_S):
     """Raise ``ConnectionError`` unless ``client`` reaches its scheduler and a worker."""
     if client.status != "running":
         raise ConnectionError(f"the Dask client is {client.status!r}, not running: its "

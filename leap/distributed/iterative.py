@@ -22,9 +22,9 @@ from ..algorithms._monitor import IterationMonitor
 from ..algorithms.least_squares import CG_RESTART
 from ..algorithms.sart import check_relaxation
 from . import _cluster, tv as _tv
-from .maps import check_input
-from .slabs import SlabPlan, check_system
+from .maps import open_input
 from .sources import as_dask
+from .slabs import SlabPlan, check_system
 
 
 def _da():
@@ -47,18 +47,15 @@ class _Problem:
     def projections(self, x, name):
         if x is None:
             return None
-        arr = as_dask(x, name)
-        check_input(name, arr, self.system.projection_shape)
-        return arr
+        return as_dask(open_input(x, name, self.system.projection_shape))
 
     def volume(self, f):
         da = _da()
         if f is None:
             return da.zeros(self.system.volume_shape, dtype=np.float32,
                             chunks=self.plan.volume_chunks)
-        arr = as_dask(f, "f")
-        check_input("f", arr, self.system.volume_shape)
-        return arr.rechunk(self.plan.volume_chunks)
+        return as_dask(open_input(f, "f", self.system.volume_shape)).rechunk(
+            self.plan.volume_chunks)
 
     def ones_volume(self):
         return _da().ones(self.system.volume_shape, dtype=np.float32,
@@ -133,7 +130,7 @@ def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=T
     w = _safe_reciprocal(pb.forward(pb.ones_volume()))
     if mask is not None:
         w = w * _aligned(mask, w)
-    g = _aligned(g, w)
+    g = pb.persist(_aligned(g, w))
     if M == 1:
         plans = [pb.plan]
         g_sub, w_sub = [g], [w]

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _cluster
 from .slabs import SlabPlan, check_system
-from .sources import as_dask, write_zarr
+from .sources import open_source, store_zarr
 
 
 def check_input(name: str, x, shape: tuple):
@@ -23,15 +23,23 @@ def prepare(system, x, name: str, shape_of: str, client, slabs):
     check_system(system)
     cl = _cluster.resolve_client(client)
     plan = SlabPlan(system, slabs, cl)
-    arr = as_dask(x, name)
-    check_input(name, arr, getattr(system, shape_of))
-    return cl, plan, arr
+    return cl, plan, open_input(x, name, getattr(system, shape_of), cl)
+
+
+def open_input(x, name: str, shape: tuple, client=None):
+    """``x`` checked, as a :class:`~leap.distributed.sources.Source` (files: each slab
+    task reads its own region) or a dask array. A NumPy array travels inside the task
+    graph, so the scheduler can redo any task after a worker is lost; data of many GB
+    belong in a Zarr/HDF5/TIFF source, read by the workers themselves."""
+    arr = open_source(x, name)
+    check_input(name, arr, shape)
+    return arr
 
 
 def _finish(result, out, client, overwrite):
     if out is None:
         return result
-    return write_zarr(result, out, client=client, overwrite=overwrite)
+    return store_zarr(result, out, client, overwrite)
 
 
 def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False):
@@ -56,9 +64,10 @@ def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False):
 
     Returns
     -------
-    dask array (num_z, num_y, num_x) float32, chunked by slabs, equal to
-    ``system.fbp(g)`` to float rounding. Lazy unless ``out`` is given: compute it
-    (``.compute()``, ``.persist()``) or store it.
+    dask.array.Array
+        The volume (num_z, num_y, num_x) float32, chunked by slabs, equal to
+        ``system.fbp(g)`` to float rounding. Lazy unless ``out`` is given: compute it
+        (``.compute()``, ``.persist()``) or store it.
     """
     cl, plan, g = prepare(system, g, "g", "projection_shape", client, slabs)
     return _finish(plan.fbp(g), out, cl, overwrite)

@@ -29,11 +29,10 @@ SLAB_BYTES = 64 << 20
 
 
 def slab_bounds(num_z: int, slabs: int) -> list[tuple[int, int]]:
-    """``slabs`` contiguous ranges ``(z0, z1)`` covering ``0:num_z``, as equal as
-    possible (the first ``num_z % slabs`` one slice thicker)."""
-    edges = np.linspace(0, num_z, slabs + 1)
-    edges = np.round(edges).astype(int)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+    """Contiguous ranges ``(z0, z1)`` covering ``0:num_z``: at most ``slabs`` of them, all
+    ``ceil(num_z / slabs)`` slices thick but the last (regular chunks, as Zarr wants)."""
+    size = -(-num_z // slabs)
+    return [(z, min(z + size, num_z)) for z in range(0, num_z, size)]
 
 
 def default_slabs(system: CTSystem, client=None) -> int:
@@ -143,7 +142,7 @@ class SlabPlan:
         _, ny, nx = self.system.volume_shape
         blocks = []
         for (z0, z1), (part, v, r) in zip(self.bounds, self.parts(for_fbp)):
-            piece = g[v, r].rechunk(-1)
+            piece = _region(g, (v, r))
             blocks.append(da.map_blocks(partial(task, part), piece, dtype=np.float32,
                                         chunks=((z1 - z0,), (ny,), (nx,)),
                                         name=f"leap-{task.__name__.strip('_')}-{z0}-{z1}-"
@@ -151,22 +150,23 @@ class SlabPlan:
         return da.concatenate(blocks, axis=0)
 
     def backproject(self, g):
-        """Back-projection of dask projections → dask volume chunked by slabs."""
+        """Back-projection of projections (a dask array or a
+        :class:`~leap.distributed.sources.Source`) → dask volume chunked by slabs."""
         return self._per_slab(_backproject_task, g, False)
 
     def fbp(self, g):
-        """FBP of dask projections → dask volume chunked by slabs."""
+        """FBP of projections (dask array or Source) → dask volume chunked by slabs."""
         return self._per_slab(_fbp_task, g, True)
 
     def project(self, f):
-        """Projection of a dask volume → dask projections (blocks of
+        """Projection of a volume (dask array or Source) → dask projections (blocks of
         :meth:`projection_chunks`), each block the pairwise sum of the overlapping slabs'
         shares."""
         da = _da()
         shares = []
         for (z0, z1), (part, v, r) in zip(self.bounds, self.parts(False)):
             nv, nr = v.stop - v.start, r.stop - r.start
-            piece = f[z0:z1].rechunk(-1)
+            piece = _region(f, (slice(z0, z1),))
             shares.append((v, r, da.map_blocks(
                 partial(_project_task, part), piece, dtype=np.float32,
                 chunks=((nv,), (nr,), (self.system.projection_shape[2],)),
@@ -196,6 +196,15 @@ class SlabPlan:
 def _da():
     import dask.array as da
     return da
+
+
+def _region(x, key):
+    """A region of the input as one chunk: read by one task from a file
+    (:class:`~leap.distributed.sources.Source`), or cut from a dask array."""
+    from .sources import Source
+    if isinstance(x, Source):
+        return x.region(key)
+    return x[key].rechunk(-1)
 
 
 def _da_token(*args):

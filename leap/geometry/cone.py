@@ -31,7 +31,7 @@ class ConeBeam(DivergentBeam):
         ``z_s = helical_pitch * (ψ - ψ_mid)``, ψ_mid the mean of the first and last
         angle, so the source is at z = 0 in the middle of the scan.
     tilt : float
-        Rotation of a flat detector about the central ray, radians (|tilt| ≤ 5°).
+        Rotation of a flat detector about the central ray, radians (``|tilt| ≤ 5°``).
         Tilted geometries are projected through their modular form.
     helical_mid_angle : float, optional
         ψ_mid, the angle at which a helical source is at z = 0. Defaults to the mean of
@@ -89,7 +89,7 @@ class ConeBeam(DivergentBeam):
     def spun(self, angle: float) -> ConeBeam:
         """The detector turned by ``angle`` radians about the central ray (the column
         vector towards the row vector, as :meth:`ModularBeam.spun`): the tilt grows by
-        ``angle`` (|tilt| ≤ 5°, flat detectors only)."""
+        ``angle`` (``|tilt| ≤ 5°``, flat detectors only)."""
         return self.with_changes(tilt=self.tilt + angle)
 
     def to_modular(self) -> ModularBeam:

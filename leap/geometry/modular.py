@@ -143,9 +143,10 @@ class ModularBeam(ScanGeometry):
 
     @property
     def axially_aligned(self) -> bool:
-        """LEAP's "axially aligned" modular beam: every row vector within 5° of +z and the
-        sources spread over at most half the detector height in z. Such scans have a
-        circular field of view and cone-beam FBP weights (:meth:`axial_terms`)."""
+        """Whether this is LEAP's "axially aligned" modular beam, with every row vector
+        within 5° of +z and the sources spread over at most half the detector height in
+        z. Such scans have a circular field of view and cone-beam FBP weights
+        (:meth:`axial_terms`)."""
         d = self.detector
         zs = self.source_positions[:, 2]
         return bool(np.all(self.row_vectors[:, 2] >= AXIAL_ROW_Z)
@@ -180,7 +181,7 @@ class ModularBeam(ScanGeometry):
         """Radius (mm) of the circle about the z axis seen in every view.
 
         Axially aligned scans (:attr:`axially_aligned`): the cone-beam rule
-        (:meth:`leap.geometry.divergent.DivergentBeam.fov_radius`) per view,
+        (:meth:`leap.geometry.ConeBeam.fov_radius`) per view,
         ``sod·sin(|α − atan(tau/sod)|)`` for the fan angles α of the outermost column
         centres (the nearer end, or the farther one for an offset scan), and the
         smallest value over the views. Other modular beams have no circular field of

@@ -53,73 +53,73 @@ offsetX/Y/Z       float  mm        shift of the volume centre from the origin
 
 CT geometry (section ``# CT geometry parameters``)
 
-===============  ===========  ========  ===========================================
-key              type         unit      meaning
-===============  ===========  ========  ===========================================
-geometry         str          --        ``parallel``, ``fan``, ``cone``,
-                                        ``modular`` or ``cone_parallel``
-                                        (required; read case-insensitively and
-                                        returned lower-case)
-detectorType     str          --        ``flat`` or ``curved`` (optional, default
-                                        ``flat``; ``curved`` only for ``cone``,
-                                        written only when curved)
-numAngles        int          --        number of projections (required, > 0)
-numRows          int          --        detector rows (required, > 0)
-numCols          int          --        detector columns (required, > 0)
-pixelHeight      float        mm        detector row pitch (required, > 0)
-pixelWidth       float        mm        detector column pitch (required, > 0)
-centerRow        float        pixels    detector row index hit by the central ray
-                                        (required, except for ``modular`` where
-                                        it defaults to ``(numRows-1)/2``)
-centerCol        float        pixels    as centerRow, for columns
-angularRange     float        degrees   equispaced scan: the projection angles are
-                                        ``arange(numAngles)*angularRange/numAngles``
-                                        (negative for decreasing angles)
-phis             float64[N]   degrees   explicit projection angles; written as a
-                                        comma-separated list; either ``phis`` or
-                                        ``angularRange`` is required except for
-                                        ``modular``
-sod              float        mm        source-to-object (rotation axis) distance
-                                        (required for fan/cone/cone_parallel,
-                                        where ``0 < sod < sdd``; written as 0 for
-                                        parallel; for modular the mean over views,
-                                        computed from the vectors if missing)
-sdd              float        mm        source-to-detector distance (as sod)
-tau              float        mm        centre-of-rotation (source) offset; fan,
-                                        cone and cone_parallel only (optional,
-                                        default 0)
-tiltAngle        float        degrees   detector rotation about the optical axis;
-                                        flat cone-beam only, ``|tiltAngle| <= 5``
-                                        (optional, default 0; always written, as 0
-                                        for the other geometries)
-helicalPitch     float        mm/rad    source z-advance per radian of rotation;
-                                        cone and cone_parallel only (optional,
-                                        default 0)
-axisOfSymmetry   float        degrees   rotation of the symmetry axis for
-                                        single-view (numAngles == 1) cone/parallel
-                                        data of a cylindrically symmetric object;
-                                        active only when ``|value| <= 30``
-                                        (optional, written only when active)
-sourcePositions  float64[N,3] mm        x-ray source position of each view
-                                        (modular only, required)
-moduleCenters    float64[N,3] mm        centre of the detector face of each view
-                                        (modular only, required)
-rowVectors       float64[N,3] --        unit vector along the detector rows
-                                        (modular only, required)
-colVectors       float64[N,3] --        unit vector along the detector columns
-                                        (modular only, required; orthogonal to
-                                        rowVectors)
-muCoeff          float        1/mm      attenuation coefficient of a cylindrical
-                                        attenuation map (attenuated Radon
-                                        transform); parallel only, optional,
-                                        written when ``muCoeff != 0`` and
-                                        ``muRadius > 0``
-muRadius         float        mm        radius of that cylinder
-offsetScan       bool         --        extension of this package (LEAP neither
-                                        writes nor reads it): offset-detector
-                                        (half-fan) FBP flag; optional, written as
-                                        ``offsetScan = 1`` only when true
-===============  ===========  ========  ===========================================
+===============  ============  ========  ===========================================
+key              type          unit      meaning
+===============  ============  ========  ===========================================
+geometry         str           --        ``parallel``, ``fan``, ``cone``,
+                                         ``modular`` or ``cone_parallel``
+                                         (required; read case-insensitively and
+                                         returned lower-case)
+detectorType     str           --        ``flat`` or ``curved`` (optional, default
+                                         ``flat``; ``curved`` only for ``cone``,
+                                         written only when curved)
+numAngles        int           --        number of projections (required, > 0)
+numRows          int           --        detector rows (required, > 0)
+numCols          int           --        detector columns (required, > 0)
+pixelHeight      float         mm        detector row pitch (required, > 0)
+pixelWidth       float         mm        detector column pitch (required, > 0)
+centerRow        float         pixels    detector row index hit by the central ray
+                                         (required, except for ``modular`` where
+                                         it defaults to ``(numRows-1)/2``)
+centerCol        float         pixels    as centerRow, for columns
+angularRange     float         degrees   equispaced scan: the projection angles are
+                                         ``arange(numAngles)*angularRange/numAngles``
+                                         (negative for decreasing angles)
+phis             float64[N]    degrees   explicit projection angles; written as a
+                                         comma-separated list; either ``phis`` or
+                                         ``angularRange`` is required except for
+                                         ``modular``
+sod              float         mm        source-to-object (rotation axis) distance
+                                         (required for fan/cone/cone_parallel,
+                                         where ``0 < sod < sdd``; written as 0 for
+                                         parallel; for modular the mean over views,
+                                         computed from the vectors if missing)
+sdd              float         mm        source-to-detector distance (as sod)
+tau              float         mm        centre-of-rotation (source) offset; fan,
+                                         cone and cone_parallel only (optional,
+                                         default 0)
+tiltAngle        float         degrees   detector rotation about the optical axis;
+                                         flat cone-beam only, ``|tiltAngle| <= 5``
+                                         (optional, default 0; always written, as 0
+                                         for the other geometries)
+helicalPitch     float         mm/rad    source z-advance per radian of rotation;
+                                         cone and cone_parallel only (optional,
+                                         default 0)
+axisOfSymmetry   float         degrees   rotation of the symmetry axis for
+                                         single-view (numAngles == 1) cone/parallel
+                                         data of a cylindrically symmetric object;
+                                         active only when ``|value| <= 30``
+                                         (optional, written only when active)
+sourcePositions  float64[N,3]  mm        x-ray source position of each view
+                                         (modular only, required)
+moduleCenters    float64[N,3]  mm        centre of the detector face of each view
+                                         (modular only, required)
+rowVectors       float64[N,3]  --        unit vector along the detector rows
+                                         (modular only, required)
+colVectors       float64[N,3]  --        unit vector along the detector columns
+                                         (modular only, required; orthogonal to
+                                         rowVectors)
+muCoeff          float         1/mm      attenuation coefficient of a cylindrical
+                                         attenuation map (attenuated Radon
+                                         transform); parallel only, optional,
+                                         written when ``muCoeff != 0`` and
+                                         ``muRadius > 0``
+muRadius         float         mm        radius of that cylinder
+offsetScan       bool          --        extension of this package (LEAP neither
+                                         writes nor reads it): offset-detector
+                                         (half-fan) FBP flag; optional, written as
+                                         ``offsetScan = 1`` only when true
+===============  ============  ========  ===========================================
 
 What :func:`read_param_file` returns
 ------------------------------------

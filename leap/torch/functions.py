@@ -1,7 +1,7 @@
 """Autograd Functions: one implementation, and LEAP's eight names for it.
 
 All four CT maps are linear, ``y = A x``, so one Function covers them:
-:class:`LinearOperatorFunction` applies a frozen :class:`~leap.torch._operator.CTOperator`
+:class:`LinearOperatorFunction` applies a frozen ``CTOperator`` (``leap/torch/_operator.py``)
 ``A`` and its backward applies ``Aᵀ`` *through the same Function's* ``apply``. The
 gradient is exact (the matched back-projector for projection, the exact adjoint of FBP
 for FBP) and is itself differentiable, so double backward and ``gradgradcheck`` work.

@@ -33,10 +33,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("method", list(CASES))
-def test_iterations_equal_in_memory_on_a_cluster(client, method):
+def test_iterations_equal_in_memory_on_a_cluster(dask_client, method):
     s, _, g = _problem("cone")
     dist, mem = CASES[method]
-    fd = dist(s, g, client=client, slabs=4)
+    fd = dist(s, g, client=dask_client, slabs=4)
     assert len(fd.chunks[0]) == 4
     fm = mem(s.operator(), g, np.zeros(s.volume_shape, np.float32))
     assert rel(fd.compute(), fm) <= 1e-5
@@ -87,7 +87,7 @@ def test_callback_progress_and_stop():
     assert rel(f.compute(), ref) <= 1e-5
 
 
-def test_facade_scales_out_without_rewriting(client, tmp_path):
+def test_facade_scales_out_without_rewriting(dask_client, tmp_path):
     """A LEAP script: FBP, project, backproject and SIRT of a dataset with client=."""
     h5py = pytest.importorskip("h5py")
     from leap.compat import tomographicModels
@@ -101,18 +101,18 @@ def test_facade_scales_out_without_rewriting(client, tmp_path):
     with h5py.File(tmp_path / "scan.h5", "w") as h:
         h.create_dataset("/entry/data/data", data=g, chunks=(8, 23, 32))
     src = f"{tmp_path / 'scan.h5'}:/entry/data/data"
-    lazy = ct.FBP(src, client=client)
+    lazy = ct.FBP(src, client=dask_client)
     assert rel(lazy.compute(), ct.FBP(g)) <= 1e-6
     out = ct.allocate_volume()
-    assert ct.FBP(src, out, client=client) is out
+    assert ct.FBP(src, out, client=dask_client) is out
     assert rel(out, ct.FBP(g)) <= 1e-6
     g2 = ct.allocate_projections()
-    ct.project(g2, f, client=client)
+    ct.project(g2, f, client=dask_client)
     assert rel(g2, g) <= 1e-6
-    b = ct.backproject(src, None, client=client)
+    b = ct.backproject(src, None, client=dask_client)
     assert rel(b.compute(), ct.backproject(g, ct.allocate_volume())) <= 1e-6
     fs = ct.allocate_volume()
-    ct.SIRT(src, fs, 3, client=client, progress=False)
+    ct.SIRT(src, fs, 3, client=dask_client, progress=False)
     fm = ct.allocate_volume()
     ct.SIRT(g, fm, 3, progress=False)
     assert rel(fs, fm) <= 1e-5

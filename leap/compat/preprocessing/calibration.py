@@ -1,6 +1,7 @@
 """LEAP's geometry-calibration sweeps and image metrics (part of upstream
-``leap_preprocessing_algorithms``): :func:`parameter_sweep`, :func:`geometric_calibration`,
-the bowtie centre search, :func:`entropy` and :func:`MTF`.
+``leap_preprocessing_algorithms``): :func:`~leap.compat.preprocessing.parameter_sweep`,
+:func:`~leap.compat.preprocessing.geometric_calibration`, the bowtie centre search,
+:func:`~leap.compat.preprocessing.entropy` and :func:`~leap.compat.preprocessing.MTF`.
 
 These call other facade methods through ``leapct`` as LEAP does (``FBP``,
 ``inconsistencyReconstruction``, ``rebin_parallel_sinogram``, ``get_diameterFOV_min``,
@@ -157,9 +158,9 @@ def find_centerCol_or_tau_bowtie(leapct, g, values, param="centerCol", iRow=-1):
 def bowtie_alignment_metric(leapct, g, iRow=-1, doPlot=False):
     """Mean magnitude of the 2-D Fourier transform of a (parallel-beam) sinogram inside
     the "bowtie" region where a centred object's sinogram has no energy
-    (|ν_s| < 0.9·(numAngles/(π·numCols))·|ν_φ| in normalised frequencies, |ν_φ| > 0.05):
-    a mis-set centre leaks energy into it. Fan and cone data are first rebinned to
-    parallel beam (``leapct.rebin_parallel_sinogram``); ``iRow`` < 0: the middle row."""
+    (``|ν_s| < 0.9·(numAngles/(π·numCols))·|ν_φ|`` in normalised frequencies,
+    ``|ν_φ| > 0.05``): a mis-set centre leaks energy into it. Fan and cone data are
+    first rebinned to parallel beam (``leapct.rebin_parallel_sinogram``); ``iRow`` < 0: the middle row."""
     geom = leapct.get_geometry()
     if geom in ("CONE", "FAN"):
         sino = _numpy(leapct.rebin_parallel_sinogram(g, 6, iRow), "sinogram")

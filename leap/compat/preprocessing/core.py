@@ -4,7 +4,7 @@
 Arrays are NumPy float32, projections ``(numAngles, numRows, numCols)``, volumes
 ``(numZ, numY, numX)``; a 2-D array counts as one slice, as in LEAP. Every function
 returns a new array, or writes into ``out`` (which may be the input) and returns it.
-:func:`host_view` lets the LEAP-named wrappers work in place on torch tensors and CuPy
+``host_view`` lets the LEAP-named wrappers work in place on torch tensors and CuPy
 arrays too (through a host copy that is written back).
 """
 from __future__ import annotations
