@@ -1,22 +1,33 @@
-"""CPU projector benchmarks for the axial family.
+"""CPU benchmarks of the projector, back-projector and FBP for every geometry family.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_cpu.py``
+Run: ``python benchmarks/bench_cpu.py [problem ...] [--small-only] [--repeats N]``
 
-Problems
---------
-cone     : 128³ volume of 0.5 mm voxels, 180 views over 360°, 128×128 flat detector
-           of 1 mm pixels, sod 500 mm, sdd 1000 mm.
-parallel : 512×512×1 volume of 1 mm voxels, 720 views over 180°, 512 columns × 1 row
-           of 1 mm pixels.
+Problems (each at two sizes, the larger with twice the volume edge and detector size and
+the same views, so 8× the voxel-view updates for the 3-D problems and 4× for the 2-D one;
+the cost growth is visible in the ``×`` column):
 
-For each problem the projector, back-projector and FBP are run once to compile (and warm
-caches), then timed three times; the best time is reported together with the rate of
-voxel-view updates (num_voxels × num_views / time) and the process's peak RSS.
+=============  =====================================================================
+parallel2d     256² / 512² volume (1 mm voxels), one slice, 720 views over 180°,
+               256 / 512 columns of 1 mm.
+parallel       64³ / 128³ (1 mm), 180 views over 180°, 64² / 128² detector of 1 mm.
+fan            64³ / 128³ (0.5 mm), 180 views over 360°, 64² / 128² flat detector of
+               1 mm, sod 500 mm, sdd 1000 mm.
+cone           as fan, cone beam (the 128³ one is the issue's problem).
+cone_curved    as cone, curved detector.
+helical        as cone, 360 views over two turns, pitch 0.5 of the detector per turn.
+modular        the cone scan converted to modular form (per-view vectors).
+=============  =====================================================================
+
+Each call is run once to compile and warm caches, then timed ``--repeats`` times (best
+reported), with the rate of voxel-view updates (num_voxels × num_views / time) and the
+peak extra memory of the call: the largest rise of this process's resident memory above
+its level before the call, sampled every millisecond (inputs and outputs are allocated
+beforehand, so it is the call's own temporaries).
 """
 from __future__ import annotations
 
-import resource
-import sys
+import argparse
+import threading
 import time
 
 import numpy as np
@@ -25,52 +36,110 @@ import leap
 from leap.fbp import fbp
 
 
-def problems():
-    cone = (leap.ConeBeam(detector=leap.Detector(num_rows=128, num_cols=128, pixel_height=1.0,
-                                                 pixel_width=1.0),
-                          angles=np.linspace(0, 2 * np.pi, 180, endpoint=False),
-                          sod=500.0, sdd=1000.0),
-            leap.Volume(num_x=128, num_y=128, num_z=128, voxel_width=0.5, voxel_height=0.5))
-    par = (leap.ParallelBeam(detector=leap.Detector(num_rows=1, num_cols=512, pixel_height=1.0,
-                                                    pixel_width=1.0),
-                             angles=np.linspace(0, np.pi, 720, endpoint=False)),
-           leap.Volume(num_x=512, num_y=512, num_z=1, voxel_width=1.0, voxel_height=1.0))
-    return {"cone": cone, "parallel": par}
+def _cone(n, views=180, turns=1.0, curved=False, pitch_fraction=0.0):
+    det = leap.Detector(num_rows=n, num_cols=n, pixel_height=1.0, pixel_width=1.0,
+                        curved=curved)
+    angles = np.linspace(0, 2 * np.pi * turns, views, endpoint=False)
+    sod, sdd = 500.0, 1000.0
+    # Pitch: table advance per radian giving pitch_fraction of the detector's height at
+    # the isocentre per turn.
+    pitch = pitch_fraction * n * 1.0 * sod / sdd / (2 * np.pi)
+    return (leap.ConeBeam(detector=det, angles=angles, sod=sod, sdd=sdd, helical_pitch=pitch),
+            leap.Volume(num_x=n, num_y=n, num_z=n, voxel_width=0.5, voxel_height=0.5))
 
 
-def best_of(fn, repeats=3):
-    fn()  # compile / warm up
-    times = []
+def problem(name, n):
+    """(geometry, volume) of problem ``name`` at size ``n`` (volume edge)."""
+    if name == "parallel2d":
+        return (leap.ParallelBeam(detector=leap.Detector(num_rows=1, num_cols=n, pixel_height=1.0,
+                                                         pixel_width=1.0),
+                                  angles=np.linspace(0, np.pi, 720, endpoint=False)),
+                leap.Volume(num_x=n, num_y=n, num_z=1, voxel_width=1.0, voxel_height=1.0))
+    if name == "parallel":
+        return (leap.ParallelBeam(detector=leap.Detector(num_rows=n, num_cols=n, pixel_height=1.0,
+                                                         pixel_width=1.0),
+                                  angles=np.linspace(0, np.pi, 180, endpoint=False)),
+                leap.Volume(num_x=n, num_y=n, num_z=n, voxel_width=1.0, voxel_height=1.0))
+    if name == "fan":
+        geo, vol = _cone(n)
+        fan = leap.FanBeam(detector=geo.detector, angles=geo.angles, sod=geo.sod, sdd=geo.sdd)
+        return fan, vol.with_changes(voxel_height=1.0)
+    if name == "cone":
+        return _cone(n)
+    if name == "cone_curved":
+        return _cone(n, curved=True)
+    if name == "helical":
+        return _cone(n, views=360, turns=2.0, pitch_fraction=0.5)
+    if name == "modular":
+        geo, vol = _cone(n)
+        return geo.to_modular(), vol
+    raise ValueError(f"unknown problem {name!r}")
+
+
+PROBLEMS = {"parallel2d": (256, 512), "parallel": (64, 128), "fan": (64, 128),
+            "cone": (64, 128), "cone_curved": (64, 128), "helical": (64, 128),
+            "modular": (64, 128)}
+
+
+def _rss():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * 4096
+
+
+def timed(fn, repeats):
+    """(best seconds, peak extra MiB) of ``fn`` after one warm-up call."""
+    fn()
+    best, peak_extra = float("inf"), 0
     for _ in range(repeats):
+        base = _rss()
+        peak = [base]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], _rss())
+                time.sleep(0.001)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
         t = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        best = min(best, time.perf_counter() - t)
+        stop.set()
+        th.join()
+        peak_extra = max(peak_extra, peak[0] - base)
+    return best, peak_extra / 2 ** 20
 
 
-def peak_rss_mib():
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / (1024.0 * 1024.0) if sys.platform == "darwin" else kb / 1024.0
-
-
-def main(names=None):
+def main():
+    ap = argparse.ArgumentParser(description="leap CPU benchmarks")
+    ap.add_argument("problems", nargs="*", default=list(PROBLEMS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--small-only", action="store_true")
+    args = ap.parse_args()
     rng = np.random.default_rng(0)
-    print(f"{'problem':<10}{'op':<13}{'best s':>9}{'Gvox-view/s':>13}{'peak RSS MiB':>14}")
-    for name, (geo, vol) in problems().items():
-        if names and name not in names:
-            continue
-        f = rng.random(vol.shape, dtype=np.float32)
-        g = rng.random(geo.projection_shape, dtype=np.float32)
-        fout = np.empty(vol.shape, dtype=np.float32)
-        gout = np.empty(geo.projection_shape, dtype=np.float32)
-        updates = vol.num_x * vol.num_y * vol.num_z * geo.num_angles
-        for op, fn in (("project", lambda: leap.project(geo, vol, f, out=gout)),
-                       ("backproject", lambda: leap.backproject(geo, vol, g, out=fout)),
-                       ("fbp", lambda: fbp(geo, vol, g, out=fout))):
-            t = best_of(fn)
-            print(f"{name:<10}{op:<13}{t:9.3f}{updates / t / 1e9:13.3f}{peak_rss_mib():14.1f}",
-                  flush=True)
+    print(f"{'problem':<12}{'size':>5} {'op':<12}{'best s':>9}{'Gupd/s':>8}{'×':>6}"
+          f"{'extra MiB':>11}{'data MiB':>10}")
+    for name in args.problems:
+        sizes = PROBLEMS[name][:1] if args.small_only else PROBLEMS[name]
+        previous = {}
+        for n in sizes:
+            geo, vol = problem(name, n)
+            f = rng.random(vol.shape, dtype=np.float32)
+            g = rng.random(geo.projection_shape, dtype=np.float32)
+            fout = np.empty(vol.shape, dtype=np.float32)
+            gout = np.empty(geo.projection_shape, dtype=np.float32)
+            updates = vol.num_x * vol.num_y * vol.num_z * geo.num_angles
+            data_mib = max(f.nbytes, g.nbytes) / 2 ** 20
+            for op, fn in (("project", lambda: leap.project(geo, vol, f, out=gout)),
+                           ("backproject", lambda: leap.backproject(geo, vol, g, out=fout)),
+                           ("fbp", lambda: fbp(geo, vol, g, out=fout))):
+                t, extra = timed(fn, args.repeats)
+                growth = f"{t / previous[op]:6.2f}" if op in previous else f"{'':6s}"
+                previous[op] = t
+                print(f"{name:<12}{n:>5} {op:<12}{t:9.3f}{updates / t / 1e9:8.3f}{growth}"
+                      f"{extra:11.1f}{data_mib:10.1f}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

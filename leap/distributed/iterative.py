@@ -130,20 +130,13 @@ def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=T
     w = _safe_reciprocal(pb.forward(pb.ones_volume()))
     if mask is not None:
         w = w * _aligned(mask, w)
-    g = pb.persist(_aligned(g, w))
-    if M == 1:
-        plans = [pb.plan]
-        g_sub, w_sub = [g], [w]
-    else:
-        subsets = [slice(m, None, M) for m in range(M)]
-        plans = [pb.subset(s) for s in subsets]
-        g_sub = [g[s] for s in subsets]
-        w_sub = [w[s] for s in subsets]
+    subsets = [slice(None)] if M == 1 else [slice(m, None, M) for m in range(M)]
+    plans = [pb.plan] if M == 1 else [pb.subset(s) for s in subsets]
     inv_sens = [_safe_reciprocal(pb.adjoint(pb.ones_projections(p), p)) for p in plans]
-    f, w, *persisted = pb.persist(f, w, *inv_sens)
-    inv_sens = persisted
-    if M > 1:
-        w_sub = [w[s] for s in subsets]
+    # Everything the iterations reuse is computed once and kept on the workers.
+    g, w, f, *inv_sens = pb.persist(_aligned(g, w), w, f, *inv_sens)
+    g_sub = [g] if M == 1 else [g[s] for s in subsets]
+    w_sub = [w] if M == 1 else [w[s] for s in subsets]
 
     def update(f, m, Pf_m):
         r = (_aligned(g_sub[m], Pf_m) - Pf_m) * _aligned(w_sub[m], Pf_m)

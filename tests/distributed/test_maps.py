@@ -1,4 +1,6 @@
 """Distributed fbp/project/backproject equal the in-memory CTSystem maps (≤ 1e-6)."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,29 @@ def test_nan_in_a_slab_is_reported():
     g[3, 2, 4] = np.nan
     with pytest.raises(ValueError, match="finite|NaN"):
         ld.fbp(s, g, client=False, slabs=3).compute()
+
+
+@pytest.mark.slow
+def test_no_client_makes_a_local_cluster(tmp_path):
+    """client=None with no default client: leap starts its own LocalCluster (in a fresh
+    process, so the session's client is not the default there)."""
+    import subprocess
+    import sys
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import leap.distributed as ld\n"
+        "from leap.distributed import _cluster\n"
+        "from dask_cases import make_system, rel\n"
+        "if __name__ == '__main__':\n"
+        "    s = make_system('fan')\n"
+        "    g = np.random.default_rng(0).random(s.projection_shape, dtype=np.float32)\n"
+        "    f = ld.fbp(s, g, slabs=3).compute()\n"
+        "    assert rel(f, s.fbp(g)) <= 1e-6\n"
+        "    c = _cluster._LOCAL['client']\n"
+        "    print('workers', len(c.scheduler_info()['workers']))\n")
+    env = dict(__import__("os").environ, PYTHONPATH=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "workers" in out.stdout
