@@ -17,19 +17,15 @@ import numbers
 
 import numpy as np
 
+from ..algorithms._array import safe_reciprocal
 from ..algorithms._common import check_count
 from ..algorithms._monitor import IterationMonitor
 from ..algorithms.least_squares import CG_RESTART
 from ..algorithms.sart import check_relaxation
 from . import _cluster, tv as _tv
 from .maps import open_input
-from .sources import as_dask
+from .sources import _da, as_dask
 from .slabs import SlabPlan, check_system
-
-
-def _da():
-    import dask.array as da
-    return da
 
 
 class _Problem:
@@ -96,11 +92,6 @@ def _vdot(x, y, w=None):
     return prod.sum(dtype=np.float64)
 
 
-def _safe_reciprocal(x):
-    da = _da()
-    return (1.0 / da.where(x > 0, x, 1.0)).astype(np.float32)
-
-
 def _aligned(x, like):
     return x.rechunk(like.chunks)
 
@@ -127,12 +118,12 @@ def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=T
     f = pb.volume(f)
     M = max(1, min(check_count("num_subsets", num_subsets, 0), system.geometry.num_angles))
 
-    w = _safe_reciprocal(pb.forward(pb.ones_volume()))
+    w = safe_reciprocal(pb.forward(pb.ones_volume()), _da())
     if mask is not None:
         w = w * _aligned(mask, w)
     subsets = [slice(None)] if M == 1 else [slice(m, None, M) for m in range(M)]
     plans = [pb.plan] if M == 1 else [pb.subset(s) for s in subsets]
-    inv_sens = [_safe_reciprocal(pb.adjoint(pb.ones_projections(p), p)) for p in plans]
+    inv_sens = [safe_reciprocal(pb.adjoint(pb.ones_projections(p), p), _da()) for p in plans]
     # Everything the iterations reuse is computed once and kept on the workers.
     g, w, f, *inv_sens = pb.persist(_aligned(g, w), w, f, *inv_sens)
     g_sub = [g] if M == 1 else [g[s] for s in subsets]
@@ -239,7 +230,7 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
     Q = seen = None
     if preconditioner == "SQS":
         H1 = pb.adjoint(weighted(pb.forward(pb.ones_volume())).astype(np.float32))
-        seen, Q = pb.persist(H1 > 0, _safe_reciprocal(H1))
+        seen, Q = pb.persist(H1 > 0, safe_reciprocal(H1, _da()))
 
     grad_old = d = None
     uTg_old = 0.0

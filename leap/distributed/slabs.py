@@ -22,6 +22,7 @@ from functools import partial
 import numpy as np
 
 from ..system import CTSystem, Symmetric
+from .sources import Source, _da
 
 #: Default slab size: about this many bytes of volume per slab (the task also holds the
 #: rows of projections it reads), and at least two slabs per worker thread.
@@ -193,15 +194,9 @@ class SlabPlan:
         return da.block(grid)          # nested views › rows › columns
 
 
-def _da():
-    import dask.array as da
-    return da
-
-
 def _region(x, key):
     """A region of the input as one chunk: read by one task from a file
     (:class:`~leap.distributed.sources.Source`), or cut from a dask array."""
-    from .sources import Source
     if isinstance(x, Source):
         return x.region(key)
     return x[key].rechunk(-1)
