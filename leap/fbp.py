@@ -34,6 +34,7 @@ from . import arrays as _arrays
 from .filters import filter_rows, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .gpu import resolve as resolve_devices
+from .kernels.cpu import launch as _cpu
 from .kernels.plan import make_plan
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
                       offset_scan_padding, offset_scan_weights, parker_weights, view_weights)
@@ -229,13 +230,46 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
         return _fbp_gpu(geometry, volume, g, f, host=(devs, cap), **opts)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
-    q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter, lowpass=lowpass,
-                                 window=window, truncated_scan=truncated_scan,
-                                 offset_scan=offset_scan)
-    if fov_radius is None and offset_scan and fgeo is not geometry:
-        fov_radius = fgeo.fov_radius()
-    return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
-                                helical_window=helical_window)
+    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius, helical_window)
+    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
+                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    if not _cpu.reads_row_cumsums(plan):
+        q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter,
+                                     lowpass=lowpass, window=window,
+                                     truncated_scan=truncated_scan, offset_scan=offset_scan)
+        return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
+                                    helical_window=helical_window)
+    f = _validate.check_out("out", out, volume.shape, g)
+    G = _filtered_row_cumsums(geometry, fgeo, volume, g, plan, first, n_add, ramp_filter,
+                              lowpass, window, truncated_scan)
+    return _cpu.backproject_row_cumsums(plan, G, f)
+
+
+def _filtered_row_cumsums(geometry, fgeo, volume, g, plan, first, n_add, ramp_filter, lowpass,
+                          window, truncated_scan):
+    """What the CPU back-projector reads, built a block of views at a time: the row
+    cumulative sums of the weighted, ramp-filtered projections (those of
+    :func:`filter_projections`, bit for bit). The filtered views exist only a few MB
+    at a time, so FBP holds one projection-sized temporary (the sums), not two."""
+    factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
+    w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
+    na, nr, nc = g.shape
+    G = np.empty(_cpu.row_cumsums_shape(plan), dtype=np.float32)
+    step = max(1, (1 << 20) // (nr * (nc + n_add)))
+    for vs in range(0, na, step):
+        ve = min(na, vs + step)
+        if n_add:
+            q = np.zeros((ve - vs, nr, nc + n_add), dtype=np.float32)
+            q[:, :, first:first + nc] = (_views_of(w2, vs, ve) * g[vs:ve]).astype(np.float32)
+        else:
+            q = np.array(g[vs:ve], dtype=np.float32, copy=True)
+        q *= _pre_weights(factors, vs, ve)
+        filter_rows(q, H, extrapolate=truncated_scan)
+        if post is not None:
+            q *= _views_of(post, vs, ve)
+        _cpu.row_cumsums(plan, q, out=G[vs:ve])
+    return G
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",

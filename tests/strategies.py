@@ -101,3 +101,26 @@ def modular_cases(draw):
 
 any_case = st.one_of(parallel_cases(), fan_cases(), cone_cases(), cone_parallel_cases(),
                      modular_cases())
+
+
+@st.composite
+def vertical_modular_cases(draw):
+    """Modules standing vertically (rows along +z, columns horizontal, facing their
+    sources), each view with its own source height, distance and lateral offset: the
+    modular beams the CPU projects with the axial kernels."""
+    n = draw(st.integers(1, 6))
+    r = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    sod = draw(st.floats(60, 200))
+    phi = r.uniform(0, 2 * np.pi, n)
+    toward = np.stack([np.cos(phi), np.sin(phi), np.zeros(n)], 1)     # origin → source
+    col = np.stack([-np.sin(phi), np.cos(phi), np.zeros(n)], 1)       # (−col_y, col_x) = −toward
+    sources = (sod + r.uniform(-10, 10, (n, 1))) * toward + col * r.uniform(-5, 5, (n, 1))
+    sources[:, 2] = r.uniform(-3, 3, n)
+    sdd = sod + draw(st.floats(10, 200)) + r.uniform(-10, 10, n)
+    centers = sources - sdd[:, None] * toward + col * r.uniform(-8, 8, (n, 1))
+    centers[:, 2] = r.uniform(-4, 4, n)
+    rows = np.tile([0.0, 0.0, 1.0], (n, 1))
+    det = draw(detectors()).with_changes(center_row=None, center_col=None)
+    geo = ModularBeam(detector=det, source_positions=sources, module_centers=centers,
+                      row_vectors=rows, col_vectors=col)
+    return geo, draw(volumes())

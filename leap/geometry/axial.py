@@ -52,6 +52,32 @@ class AxialViews(NamedTuple):
     helical_pitch: float = 0.0
 
 
+class VerticalModules(NamedTuple):
+    """A modular beam whose modules all stand vertically, as flat cone-beam views.
+
+    A module is vertical when its rows run along +z and its columns horizontally,
+    facing the source (``ModularBeam.vertical_modules``). Then the modular footprint
+    model separates like the cone beam's: a voxel column's column footprint is the same
+    for every z, and its voxels' row intervals are ``[A + kB, A + (k+1)B]``. Each view
+    is a flat cone-beam view with its own distance and detector centre.
+
+    Attributes
+    ----------
+    views : AxialViews
+        FLAT columns, magnified rows, no field-of-view mask (``fov_radius`` inf); its
+        scalar ``sdd`` is unused.
+    sdd : (num_angles,) float64
+        Source-to-module distance, mm.
+    center_col, center_row : (num_angles,) float64
+        Fractional pixel indices of the foot of the source's perpendicular on the module.
+    """
+
+    views: AxialViews
+    sdd: np.ndarray
+    center_col: np.ndarray
+    center_row: np.ndarray
+
+
 def column_axes(angles: np.ndarray) -> np.ndarray:
     """In-plane column unit vectors θ⊥ = (cos ψ, sin ψ), shape (n, 2), for angles ψ in radians.
 

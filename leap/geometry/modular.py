@@ -12,11 +12,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import readonly_array
+from .axial import FLAT, AxialViews, VerticalModules
 from .base import ScanGeometry
 from .detector import Detector
 
 #: Largest |row·col| accepted for the module axes (LEAP's tolerance).
 ORTHOGONALITY_TOLERANCE = 0.01
+
+#: Largest deviation of a unit row vector from +z, and of a column vector's z component
+#: from 0, for a module to count as vertical (:meth:`ModularBeam.vertical_modules`).
+VERTICAL_TOLERANCE = 1e-9
 
 #: Smallest z component of every row vector of an axially aligned scan (rows within 5°
 #: of +z, LEAP's rule).
@@ -151,6 +156,36 @@ class ModularBeam(ScanGeometry):
         zs = self.source_positions[:, 2]
         return bool(np.all(self.row_vectors[:, 2] >= AXIAL_ROW_Z)
                     and zs.max() - zs.min() <= 0.5 * d.num_rows * d.pixel_height)
+
+    def vertical_modules(self) -> VerticalModules | None:
+        """Every view as a flat cone-beam view with its own distance and detector
+        centre, when every module is vertical (rows along +z, columns horizontal, the
+        column axis turned so that (−col_y, col_x) points from the source to the
+        module, as for cone beams); None otherwise.
+
+        The CPU kernels then project with the axial (cone-beam) kernels, which compute
+        the same modular footprint model column by column (see :class:`VerticalModules`).
+        """
+        src, ctr = self.source_positions, self.module_centers
+        cols, rows = self.col_vectors, self.row_vectors
+        if (np.any(np.abs(rows - (0.0, 0.0, 1.0)) > VERTICAL_TOLERANCE)
+                or np.any(np.abs(cols[:, 2]) > VERTICAL_TOLERANCE)):
+            return None
+        col_dir = cols[:, :2] / np.linalg.norm(cols[:, :2], axis=1)[:, None]
+        ray = np.stack([-col_dir[:, 1], col_dir[:, 0]], axis=1)
+        sdd = np.sum((ctr[:, :2] - src[:, :2]) * ray, axis=1)
+        if not np.all(sdd > 0.0):
+            return None                                 # mirrored modules
+        d = self.detector
+        rel = src - ctr
+        center_col = 0.5 * (d.num_cols - 1) + np.sum(rel[:, :2] * col_dir, axis=1) / d.pixel_width
+        center_row = 0.5 * (d.num_rows - 1) + rel[:, 2] / d.pixel_height
+        views = AxialViews(np.ascontiguousarray(col_dir), np.ascontiguousarray(src[:, :2]),
+                           np.ascontiguousarray(src[:, 2]), float(np.mean(sdd)), FLAT, True,
+                           float("inf"))
+        return VerticalModules(views, np.ascontiguousarray(sdd),
+                               np.ascontiguousarray(center_col),
+                               np.ascontiguousarray(center_row))
 
     def axial_terms(self) -> AxialTerms:
         """Every view as a flat cone-beam view (see :class:`AxialTerms`)."""

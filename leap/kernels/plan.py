@@ -10,7 +10,9 @@ Two kernel families:
 
 * modular kernels (``plan.modular``): modular beams and tilted cone beams (through
   their modular form); the plan holds the per-view frames of a
-  :class:`~leap.geometry.ModularBeam`;
+  :class:`~leap.geometry.ModularBeam` and, when its modules are all vertical, their
+  cone-beam form (``plan.vertical``), with which the CPU runs the axial kernels on
+  the same footprint model;
 * axial kernels: parallel, fan, cone (flat/curved, helical) and cone-parallel beams;
   the plan holds the geometry's :class:`~leap.geometry.axial.AxialViews`, the squared
   field-of-view radius, the per-row ray stretch and FBP's optional weights.
@@ -40,6 +42,7 @@ class Plan:
     slice_weights : (num_angles, num_z) float64 weights of helical FBP, or None.
     row_factor : (num_rows,) float64 out-of-plane ray stretch √(1 + v²) (cone beams;
         ones otherwise).
+    vertical : VerticalModules of a modular beam with vertical modules, or None.
     """
 
     modular: bool
@@ -50,12 +53,22 @@ class Plan:
     dist_sod: float = 0.0
     slice_weights: np.ndarray | None = None
     row_factor: np.ndarray | None = None
+    vertical: object = None
 
     def view_slice(self, a0: int, a1: int) -> "Plan":
         """The plan of views a0:a1 (slice weights cut alike)."""
         sw = None if self.slice_weights is None else self.slice_weights[a0:a1]
         if self.modular:
-            return dataclasses.replace(self, geometry=self.geometry[a0:a1], slice_weights=sw)
+            vm = self.vertical
+            if vm is not None:
+                v = vm.views
+                vm = vm._replace(views=v._replace(col_dir=v.col_dir[a0:a1],
+                                                  source_xy=v.source_xy[a0:a1],
+                                                  source_z=v.source_z[a0:a1]),
+                                 sdd=vm.sdd[a0:a1], center_col=vm.center_col[a0:a1],
+                                 center_row=vm.center_row[a0:a1])
+            return dataclasses.replace(self, geometry=self.geometry[a0:a1], slice_weights=sw,
+                                       vertical=vm)
         v = self.views
         views = v._replace(col_dir=v.col_dir[a0:a1], source_xy=v.source_xy[a0:a1],
                            source_z=v.source_z[a0:a1])
@@ -134,7 +147,8 @@ def make_plan(geometry, volume: Volume, *, fov_radius: float | None = None,
         # FBP's weights do not apply to the modular kernels (FBP weights modular beams
         # in the projection domain instead).
         return Plan(modular=True, geometry=kf, volume=volume,
-                    row_factor=np.ones(kf.detector.num_rows))
+                    row_factor=np.ones(kf.detector.num_rows),
+                    vertical=kf.vertical_modules())
     views = kf.axial_views()
     return Plan(modular=False, geometry=kf, volume=volume, views=views,
                 fov_r2=_fov_r2(views, fov_radius),

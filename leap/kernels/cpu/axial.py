@@ -32,9 +32,20 @@ the same pixels, do not serialise on store-to-load forwarding.
 
 Cone beams: per voxel column the cumulative integral is evaluated at all row edges in
 one branch-free loop (the few positions off the ends are peeled off first,
-:func:`_cumulative_at`), then scattered into the two columns' rows, which are
-contiguous in the (column, row) view buffer; the back-projector shares positions and
-weights between its two taps (:func:`_cumulative_at2`).
+:func:`_cumulative_at`), then its differences are scattered into the two columns' rows,
+which are contiguous in the (column, row) view buffer (:func:`_add_differences2`). The
+back-projector first weights its two taps' cumulative sums into one
+(:func:`_combine_columns`), then interpolates once per voxel boundary. The difference
+and weighting loops index with unsigned integers, so Numba emits no negative-index
+wrap-around and LLVM vectorises them; the interpolations gather and stay scalar.
+
+Vertical modular modules: every view has its own source-to-detector distance and
+detector centre (the per-view ``sdd``, ``center_col``, ``center_row`` arrays), and
+``stretch`` replaces the per-row ray stretch by the modular model's per-voxel one,
+√(1 + (z − z_s)²/ρ²): the projector re-weights the column's values before its running
+sum (:func:`_weighted_increments`, :func:`_prefix_sum`), the back-projector weights the
+differences (:func:`_voxel_stretch`). The result is the general modular kernel's, a
+voxel column at a time.
 
 Parallelisation never lets two threads write one element: the projector runs one
 view per thread (accumulating into a private one-view buffer), the back-projector one
@@ -137,35 +148,149 @@ def _cumulative_at(cum, n, o, s, t0, t1, w, E):
     while tb >= ta and o + tb * s >= n:
         E[tb] = top
         tb -= 1
+    # A float copy of t and floor() (q > 0 here) spare two int/float conversions.
+    tf = float(ta)
     for t in range(ta, tb + 1):
-        q = o + t * s
-        k = int(q)
-        ku = np.uintp(k)
-        c0 = cum[ku]
-        E[np.uintp(t)] = w * (c0 + (q - k) * (cum[ku + np.uintp(1)] - c0))
+        q = o + tf * s
+        fk = math.floor(q)
+        ku = np.uintp(int(fk))
+        c0 = np.float64(cum[ku])
+        E[np.uintp(t)] = w * (c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0))
+        tf += 1.0
 
 
 @numba.njit(**_inline)
-def _cumulative_at2(cum0, cum1, n, o, s, t0, t1, w0, w1, E):
-    """``E[t] = w0 · C0(o + t·s) + w1 · C1(o + t·s)``: two columns, positions shared."""
-    top = w0 * np.float64(cum0[n]) + w1 * np.float64(cum1[n])
-    ta = t0
-    while ta <= t1 and o + ta * s <= 0.0:
-        E[ta] = 0.0
-        ta += 1
-    tb = t1
-    while tb >= ta and o + tb * s >= n:
-        E[tb] = top
-        tb -= 1
-    for t in range(ta, tb + 1):
-        q = o + t * s
-        k = int(q)
-        ku = np.uintp(k)
-        fr = q - k
-        a0 = cum0[ku]
-        a1 = cum1[ku]
-        E[np.uintp(t)] = (w0 * (a0 + fr * (cum0[ku + np.uintp(1)] - a0))
-                          + w1 * (a1 + fr * (cum1[ku + np.uintp(1)] - a1)))
+def _add_differences(E, t0, t1, w, a):
+    """``a[t] += w · (E[t + 1] − E[t])`` for ``t0 <= t < t1``.
+
+    Unsigned indices: Numba then emits no negative-index wrap-around, and LLVM
+    vectorises the loop (so do the other difference loops below).
+    """
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        a[t] += w * (E[t + one] - E[t])
+
+
+@numba.njit(**_inline)
+def _add_differences2(E, t0, t1, w0, a0, w1, a1):
+    """``a0[t] += w0 · d[t]`` and ``a1[t] += w1 · d[t]``, ``d[t] = E[t + 1] − E[t]``,
+    for ``t0 <= t < t1``: one row profile into the two columns of a two-tap footprint."""
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        r = E[t + one] - E[t]
+        a0[t] += w0 * r
+        a1[t] += w1 * r
+
+
+@numba.njit(**_inline)
+def _add_weighted_differences(E, t0, t1, sw, a):
+    """``a[t] += sw[t] · (E[t + 1] − E[t])`` for ``t0 <= t < t1`` (helical FBP)."""
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        a[t] += sw[t] * (E[t + one] - E[t])
+
+
+@numba.njit(**_inline)
+def _combine_columns(c0, c1, w0, w1, n, o, s, t0, t1, out):
+    """``out[k] = w0·c0[k] + w1·c1[k]`` (float64) wherever :func:`_cumulative_at` with
+    positions ``o + t·s``, ``t0 <= t <= t1``, reads, and at ``n`` (its top value).
+
+    Weighting the two columns of a two-tap footprint first (a contiguous, vectorised
+    loop) leaves one interpolation per voxel boundary instead of two.
+    """
+    lo = max(o + t0 * s, 0.0)
+    hi = min(o + t1 * s, float(n - 1))
+    k0 = np.uintp(int(lo)) if lo < n else np.uintp(n)
+    k1 = np.uintp(int(hi) + 2) if hi >= 0.0 else np.uintp(0)
+    for k in range(k0, k1):
+        out[k] = w0 * np.float64(c0[k]) + w1 * np.float64(c1[k])
+    out[n] = w0 * np.float64(c0[n]) + w1 * np.float64(c1[n])
+
+
+@numba.njit(**_inline)
+def _prefix_sum(p, n, out):
+    """``out[k] = Σ_{k' < k} p[k']`` for ``0 <= k <= n`` (float64).
+
+    A running sum is one long chain of dependent additions; four chains over the
+    quarters of ``p`` run side by side, and the quarters' offsets are added afterwards
+    (vectorised), so the additions' latency is paid once per four entries.
+    """
+    m = n // 4
+    one = np.uintp(1)
+    b1 = np.uintp(m)
+    b2 = np.uintp(2 * m)
+    b3 = np.uintp(3 * m)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    out[0] = 0.0
+    for k in range(np.uintp(0), b1):
+        s0 += p[k]
+        out[k + one] = s0
+        s1 += p[b1 + k]
+        out[b1 + k + one] = s1
+        s2 += p[b2 + k]
+        out[b2 + k + one] = s2
+        s3 += p[b3 + k]
+        out[b3 + k + one] = s3
+    for k in range(b3 + b1, np.uintp(n)):
+        s3 += p[k]
+        out[k + one] = s3
+    for k in range(b1 + one, b2 + one):
+        out[k] += s0
+    s01 = s0 + s1
+    for k in range(b2 + one, b3 + one):
+        out[k] += s01
+    s012 = s01 + s2
+    for k in range(b3 + one, np.uintp(n + 1)):
+        out[k] += s012
+
+
+@numba.njit(**_inline)
+def _squared_heights(z0, voxel_height, zs, D2):
+    """``D2[k] = (z_k − zs)²``: the squared heights of the slices above the source (one
+    view), for :func:`_weighted_increments` and :func:`_voxel_stretch`."""
+    for k in range(D2.shape[0]):
+        dz = z0 + k * voxel_height - zs
+        D2[k] = dz * dz
+
+
+@numba.njit(**_inline)
+def _inverse_rho2(x, y, sx, sy):
+    """1/ρ², ρ the in-plane distance of the column at (x, y) from the source."""
+    dx = x - sx
+    dy = y - sy
+    return 1.0 / (dx * dx + dy * dy)
+
+
+@numba.njit(**_inline)
+def _weighted_increments(cum, n, sw, stretch, inv_rho2, D2, P):
+    """``P[k] = w_k · (cum[k + 1] − cum[k])``, ``0 <= k < n``: a column's voxel values
+    (differences of its cumulative sums) times the projector's per-voxel weights,
+    ``w_k = sw[k]`` (helical FBP; 1 if ``sw`` is empty) times, if ``stretch``, the
+    voxel's ray stretch √(1 + D2[k]/ρ²) (:func:`_voxel_stretch`). One vectorised pass."""
+    weighted = sw.shape[0] > 0
+    one = np.uintp(1)
+    for k in range(np.uintp(0), np.uintp(n)):
+        v = np.float64(cum[k + one]) - np.float64(cum[k])
+        if weighted:
+            v *= sw[k]
+        if stretch:
+            v *= math.sqrt(1.0 + D2[k] * inv_rho2)
+        P[k] = v
+
+
+@numba.njit(**_inline)
+def _voxel_stretch(inv_rho2, D2, k0, k1, sw, W):
+    """``W[k] = sw[k] · √(1 + D2[k]/ρ²)`` for ``k0 <= k < k1`` (``sw`` empty: 1): the
+    out-of-plane ray stretch at each voxel centre of a column, ρ its in-plane distance
+    from the source and D2 from :func:`_squared_heights` (the modular model's per-voxel
+    length factor; its in-plane part ρ/max(|dx|, |dy|) is in the column weight)."""
+    weighted = sw.shape[0] > 0
+    for k in range(np.uintp(k0), np.uintp(k1)):
+        w = math.sqrt(1.0 + D2[k] * inv_rho2)
+        W[k] = sw[k] * w if weighted else w
 
 
 @numba.njit(**_inline)
@@ -244,7 +369,7 @@ def _slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height
     shift0 = 0
     for a in range(col_dir.shape[0]):
         A, B = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
-                            center_row)
+                            center_row[a])
         direct, shift = direct_shift(False, A, B)
         if not direct or (a > 0 and shift != shift0):
             return False, 0, 0
@@ -361,7 +486,7 @@ def _backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
                     continue
                 y = y0 + (r0 + r) * voxel_width
                 _slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight,
-                                center_col, ncols, F, W0, W1)
+                                center_col[a], ncols, F, W0, W1)
                 for t in range(hi - lo):
                     i = np.uintp(int(F[t]))
                     slab[r, lo + t] += W0[t] * gv[i] + W1[t] * gv[i + np.uintp(1)]
@@ -377,20 +502,24 @@ def _backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
 @numba.njit(**FAST_JIT)
 def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, magnify_z, fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                  center_col, center_row, row_factor, dist_sod, sw, cumw):
+                  center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2):
     """One view of the general projector into ``ga`` (nrows, ncols).
 
     acc : (GUARD_LO + ncols + GUARD_HI, nrows) float64 scratch, E : (nrows + 1,) scratch.
     The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
     view by ``fbp_distance_weight`` (fan: sod/(sod − x·θ), cone-parallel: D/sod); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
     (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
-    cumulative sum.
+    cumulative sum; ``stretch`` weights each voxel by its own out-of-plane ray stretch
+    (:func:`_voxel_stretch`, the modular model; ``row_factor`` is then ones), using
+    ``W`` and ``D2`` (nz,) scratch.
     """
-    weighted = sw.shape[0] > 0
+    weighted = sw.shape[0] > 0 or stretch
     ny, nx, nz1 = S.shape
     nz = nz1 - 1
     nrows, ncols = ga.shape
     acc[:, :] = 0.0
+    if stretch:
+        _squared_heights(z0, voxel_height, zs, D2)
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
     A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
     direct, shift = direct_shift(magnify_z, A, B)
@@ -446,9 +575,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
             # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
             inv_b = 1.0 / B
             if weighted:
-                cumw[0] = 0.0
-                for k in range(nz):
-                    cumw[k + 1] = cumw[k] + sw[k] * (np.float64(cum[k + 1]) - np.float64(cum[k]))
+                _weighted_increments(cum, nz, sw, stretch, _inverse_rho2(x, y, sx, sy), D2, W)
+                _prefix_sum(W, nz, cumw)
                 _cumulative_at(cumw, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
             else:
                 _cumulative_at(cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
@@ -458,23 +586,16 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                 w1 = o1 * weight * B
                 a0 = acc[int(fl) + GUARD_LO]
                 if o1 == 0.0:
-                    for j in range(j0, j1 + 1):
-                        a0[j] += w0 * (E[j + 1] - E[j])
+                    _add_differences(E, j0, j1 + 1, w0, a0)
                 else:
-                    a1 = acc[int(fl) + GUARD_LO + 1]
-                    for j in range(j0, j1 + 1):
-                        r = E[j + 1] - E[j]
-                        a0[j] += w0 * r
-                        a1[j] += w1 * r
+                    _add_differences2(E, j0, j1 + 1, w0, a0, w1, acc[int(fl) + GUARD_LO + 1])
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
                     if w == 0.0:
                         continue
-                    ai = acc[i + GUARD_LO]
-                    for j in range(j0, j1 + 1):
-                        ai[j] += w * (E[j + 1] - E[j])
+                    _add_differences(E, j0, j1 + 1, w, acc[i + GUARD_LO])
     for j in range(nrows):
         rf = row_factor[j]
         for i in range(ncols):
@@ -484,12 +605,15 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
 @numba.njit(**FAST_PARALLEL_JIT)
 def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
             x0, y0, z0, voxel_width, voxel_height,
-            pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w):
+            pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
+            stretch):
     """Forward projection into g from S = volume_z_cumsum(f); one view per thread.
 
     S : (ny, nx, nz + 1) float32; g : (na, nrows, ncols) float32, overwritten.
-    col_dir, source_xy : (na, 2) float64; source_z : (na,) float64, mm.
-    row_factor : (nrows,) float64. Lengths in mm, centres in fractional pixels.
+    col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm;
+    center_col, center_row : (na,) float64, fractional pixels (per view: vertical
+    modular modules have their own). row_factor : (nrows,) float64. ``stretch``: the
+    modular model's per-voxel ray stretch instead of row_factor's per-row one. Lengths in mm, centres in fractional pixels.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
     are the transposes of :func:`backproject`'s FBP weights.
@@ -502,32 +626,37 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     for a in prange(na):
         if slice_ok:
             _project_view_slice(S, g[a], col_dir[a, 0], col_dir[a, 1], ks, js, x0, y0,
-                                voxel_width, pixel_width, center_col, fov_r2, row_factor[js])
+                                voxel_width, pixel_width, center_col[a], fov_r2, row_factor[js])
         else:
             # One view's pixels, (column, row) so a voxel column's rows are contiguous.
             acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
             E = np.empty(nrows + 1, dtype=np.float64)
             cumw = np.empty(nz + 1, dtype=np.float64)
+            W = np.empty(nz, dtype=np.float64)
+            D2 = np.empty(nz, dtype=np.float64)
             sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
             _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
-                          source_xy[a, 1], source_z[a], sdd, sod, pitch, model, magnify_z,
+                          source_xy[a, 1], source_z[a], sdd[a], sod, pitch, model, magnify_z,
                           fov_r2,
                           x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                          center_col, center_row, row_factor, dist_sod, sw, cumw)
+                          center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
+                          cumw, W, D2)
 
 
 @numba.njit(**FAST_JIT)
-def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pitch, model,
-                     magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
-                     pixel_height, center_col, center_row, dist_sod, slice_w):
+def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sdd, sod, pitch,
+                     model, magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
+                     pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
+                     stretch):
     """Back-project all views into one row of voxel columns: ``slab`` (nx, nz) float64.
 
     Views are the outer loop so per-view constants are computed once per row.
-    E : (nz + 1,) float64 scratch. ``dist_sod > 0`` multiplies each view's weight by
+    E : (nz + 1,), Gc : (nrows + 1,), W and D2 : (nz,) float64 scratch. ``stretch`` weights
+    voxel k by its own out-of-plane ray stretch (:func:`_voxel_stretch`). ``dist_sod > 0`` multiplies each view's weight by
     ``fbp_distance_weight`` (fan-beam and cone-parallel FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel
     k's contribution from view a by ``slice_w[a, k]`` (helical FBP, magnified rows).
     """
-    weighted = slice_w.shape[0] > 0
+    weighted = slice_w.shape[0] > 0 or stretch
     nx, nz = slab.shape
     na, L, nrows1 = G.shape
     ncols = L - GUARD_LO - GUARD_HI
@@ -543,10 +672,15 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
         sx = source_xy[a, 0]
         sy = source_xy[a, 1]
         zs = source_z[a]
+        sdd_a = sdd[a]
+        ccol = center_col[a]
+        crow = center_row[a]
+        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+        if stretch:
+            _squared_heights(z0, voxel_height, zs, D2)
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
-                            center_row)
+        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height, crow)
         direct, shift = direct_shift(magnify_z, A, B)
         k0 = max(0, -shift)
         k1 = min(nz, nrows - shift)
@@ -556,8 +690,8 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
         for ix in range(lo, hi):
             x = x0 + ix * voxel_width
             c_lo, c_hi, weight, dist, dz = axial_footprint(
-                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-                voxel_width, pixel_width, center_col)
+                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod, pitch,
+                voxel_width, pixel_width, ccol)
             if dist <= 0.0:
                 continue
             if dist_sod > 0.0:
@@ -587,8 +721,8 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
                             col[k] += w * (np.float64(gi[j + 1]) - np.float64(gi[j]))
                 continue
             if magnify_z:
-                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
-                                    pixel_height, center_row)
+                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a, magnify_z,
+                                    pixel_height, crow)
             # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
             # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
             # sums are constant, so only boundaries in between contribute differences.
@@ -599,21 +733,22 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
                 continue
             kb0 = int(fk0)
             kb1 = int(fk1)
+            if stretch:
+                _voxel_stretch(_inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
+            wk = W if stretch else sw
             if c_hi - c_lo <= 1.0:
                 fl, o0, o1 = _two_tap(c_lo, c_hi, ncols)
                 c0 = int(fl) + GUARD_LO
                 if o1 == 0.0:
                     _cumulative_at(Ga[c0], nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
                 else:
-                    _cumulative_at2(Ga[c0], Ga[c0 + 1], nrows, A + 0.5, B, kb0, kb1,
-                                    o0 * weight, o1 * weight, E)
+                    _combine_columns(Ga[c0], Ga[c0 + 1], o0 * weight, o1 * weight, nrows,
+                                     A + 0.5, B, kb0, kb1, Gc)
+                    _cumulative_at(Gc, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
                 if weighted:
-                    sw = slice_w[a]
-                    for k in range(kb0, kb1):
-                        col[k] += sw[k] * (E[k + 1] - E[k])
+                    _add_weighted_differences(E, kb0, kb1, wk, col)
                 else:
-                    for k in range(kb0, kb1):
-                        col[k] += E[k + 1] - E[k]
+                    _add_differences(E, kb0, kb1, 1.0, col)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
@@ -622,18 +757,16 @@ def _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pit
                         continue
                     _cumulative_at(Ga[i + GUARD_LO], nrows, A + 0.5, B, kb0, kb1, w, E)
                     if weighted:
-                        sw = slice_w[a]
-                        for k in range(kb0, kb1):
-                            col[k] += sw[k] * (E[k + 1] - E[k])
+                        _add_weighted_differences(E, kb0, kb1, wk, col)
                     else:
-                        for k in range(kb0, kb1):
-                            col[k] += E[k + 1] - E[k]
+                        _add_differences(E, kb0, kb1, 1.0, col)
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
 def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
                 x0, y0, z0, voxel_width, voxel_height,
-                pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w):
+                pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
+                stretch):
     """Matched back-projection into f from G = projection_row_cumsum(g).
 
     G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32; f : (nz, ny, nx)
@@ -656,9 +789,13 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
         # One row of voxel columns, (x, z) so a column's voxels are contiguous.
         slab = np.empty((nx, nz), dtype=np.float64)
         E = np.empty(nz + 1, dtype=np.float64)
-        _backproject_row(G, slab, E, iy, col_dir, source_xy, source_z, sdd, sod, pitch, model,
-                         magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
-                         pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w)
+        Gc = np.empty(nrows + 1, dtype=np.float64)
+        W = np.empty(nz, dtype=np.float64)
+        D2 = np.empty(nz, dtype=np.float64)
+        _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sdd, sod, pitch,
+                         model, magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
+                         pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
+                         stretch)
         for k in range(nz):
             for ix in range(nx):
                 f[k, iy, ix] = slab[ix, k]

@@ -3,6 +3,11 @@
 The one place where a :class:`~leap.kernels.plan.Plan` is unpacked into the Numba CPU
 kernels' arguments (:mod:`leap.kernels.cpu.axial`, :mod:`leap.kernels.cpu.modular`).
 Arrays are float32, C-contiguous and already validated; the outputs are overwritten.
+
+Modular beams whose modules are all vertical run on the axial kernels (view by view a
+flat cone beam with its own distance and detector centre, each voxel weighted by its
+own ray stretch: the modular model, column by column); other modular beams on the
+general modular kernels.
 """
 from __future__ import annotations
 
@@ -13,39 +18,80 @@ from . import axial, modular
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
 
+def _axial_form(plan):
+    """(views, sdd, center_col, center_row, fov_r2, stretch) for the axial kernels, the
+    three middle ones per view, (num_angles,) float64."""
+    if plan.vertical is not None:
+        vm = plan.vertical
+        return vm.views, vm.sdd, vm.center_col, vm.center_row, np.inf, True
+    views, d = plan.views, plan.geometry.detector
+    n = views.source_z.shape[0]
+    return (views, np.full(n, float(views.sdd)), np.full(n, float(d.center_col)),
+            np.full(n, float(d.center_row)), plan.fov_r2, False)
+
+
 def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
     """g (num_angles, num_rows, num_cols) ← P f, f (num_z, num_y, num_x)."""
     v, s = plan.volume, plan.scalars()
-    if plan.modular:
+    if plan.modular and plan.vertical is None:
         geo = plan.geometry
         modular.project(f, g, geo.source_positions, geo.module_centers, geo.row_vectors,
                         geo.col_vectors, v.x0, v.y0, v.z0, v.voxel_width, v.voxel_height,
                         s.pixel_width, s.pixel_height)
         return g
-    views = plan.views
+    views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
     axial.project(axial.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
-                  views.source_z, views.sdd, views.sod, views.helical_pitch,
-                  views.column_model, views.magnify_z, s.fov_r2, s.x0, s.y0, s.z0,
+                  views.source_z, sdd, views.sod, views.helical_pitch,
+                  views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                  s.center_col, s.center_row, plan.row_factor, s.dist_sod, sw)
+                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch)
     return g
+
+
+def reads_row_cumsums(plan) -> bool:
+    """Whether the plan's back-projector reads row-cumulative sums of the projections
+    (:func:`row_cumsums`) rather than the projections (the general modular kernel)."""
+    return not (plan.modular and plan.vertical is None)
+
+
+def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """What the axial back-projector reads: the row-cumulative sums of g (a block of
+    views or all) times the plan's row factor, (n, num_cols + 3, num_rows + 1) float32
+    (:func:`leap.kernels.cpu.axial.projection_row_cumsum`); written into ``out`` if given."""
+    G = axial.projection_row_cumsum(g, plan.row_factor)
+    if out is None:
+        return G
+    out[...] = G
+    return out
+
+
+def row_cumsums_shape(plan) -> tuple[int, int, int]:
+    """Shape of :func:`row_cumsums` of all the plan's views."""
+    na, nr, nc = plan.geometry.projection_shape
+    return na, axial.GUARD_LO + nc + axial.GUARD_HI, nr + 1
 
 
 def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
     """f (num_z, num_y, num_x) ← Pᵀ g (with FBP's weights when the plan has them)."""
     v, s = plan.volume, plan.scalars()
-    if plan.modular:
+    if not reads_row_cumsums(plan):
         geo = plan.geometry
         modular.backproject(g, f, geo.source_positions, geo.module_centers, geo.row_vectors,
                             geo.col_vectors, v.x0, v.y0, v.z0, v.voxel_width, v.voxel_height,
                             s.pixel_width, s.pixel_height)
         return f
-    views = plan.views
+    return backproject_row_cumsums(plan, row_cumsums(plan, g), f)
+
+
+def backproject_row_cumsums(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """f ← Pᵀ g from G = :func:`row_cumsums` (g) (plans that :func:`reads_row_cumsums`)."""
+    s = plan.scalars()
+    views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    axial.backproject(axial.projection_row_cumsum(g, plan.row_factor), f, views.col_dir,
-                      views.source_xy, views.source_z, views.sdd, views.sod,
-                      views.helical_pitch, views.column_model, views.magnify_z, s.fov_r2,
+    axial.backproject(G, f, views.col_dir,
+                      views.source_xy, views.source_z, sdd, views.sod,
+                      views.helical_pitch, views.column_model, views.magnify_z, fov_r2,
                       s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
-                      s.pixel_height, s.center_col, s.center_row, s.dist_sod, sw)
+                      s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch)
     return f
