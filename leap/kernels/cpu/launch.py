@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import axial, modular
+from . import axial, columns, modular
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
@@ -41,7 +41,7 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
         return g
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    axial.project(axial.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
+    axial.project(columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
                   views.source_z, sdd, views.sod, views.helical_pitch,
                   views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
@@ -58,8 +58,8 @@ def reads_row_cumsums(plan) -> bool:
 def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """What the axial back-projector reads: the row-cumulative sums of g (a block of
     views or all) times the plan's row factor, (n, num_cols + 3, num_rows + 1) float32
-    (:func:`leap.kernels.cpu.axial.projection_row_cumsum`); written into ``out`` if given."""
-    G = axial.projection_row_cumsum(g, plan.row_factor)
+    (:func:`leap.kernels.cpu.columns.projection_row_cumsum`); written into ``out`` if given."""
+    G = columns.projection_row_cumsum(g, plan.row_factor)
     if out is None:
         return G
     out[...] = G
@@ -69,7 +69,7 @@ def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarra
 def row_cumsums_shape(plan) -> tuple[int, int, int]:
     """Shape of :func:`row_cumsums` of all the plan's views."""
     na, nr, nc = plan.geometry.projection_shape
-    return na, axial.GUARD_LO + nc + axial.GUARD_HI, nr + 1
+    return na, columns.GUARD_LO + nc + columns.GUARD_HI, nr + 1
 
 
 def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:

@@ -1,0 +1,170 @@
+"""Single-slice parallel beams on the CPU (the 2-D case): footprint and scatter are the
+whole cost, so they get their own projector and back-projector.
+
+Single-slice parallel beams (the 2-D case, one slice on the detector, footprints at
+most one pixel wide) have no row work at all, so the footprint and the scatter are the
+whole cost: per voxel row the two-tap footprints are computed in a branch-free loop
+that vectorises (:func:`slice_row_taps`), then scattered; the projector alternates
+between four copies of its one-row accumulator so that consecutive voxels, which hit
+the same pixels, do not serialise on store-to-load forwarding.
+
+The back-projector runs blocks of ROW_BLOCK voxel rows per thread.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from ..footprints import PARALLEL
+from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, direct_shift, parallel_column_footprint,
+                   parallel_view_constants, row_mapping)
+from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, two_tap
+
+# Voxel rows per thread in the single-slice back-projector: the per-view differencing
+# of the projection row (ncols values) is shared by this many rows of nx voxels.
+ROW_BLOCK = 8
+
+
+# --------------------------------------------------------------------------------------
+# Single-slice parallel beams (the 2-D case): footprint and scatter are the whole cost.
+
+@numba.njit(**FAST_JIT)
+def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
+                pixel_height, center_row, voxel_width, pixel_width):
+    """Whether the single-slice parallel-beam path applies, and its slice and row.
+
+    It does when every view is parallel, has direct rows with the same shift, exactly
+    one slice ``ks`` lands on the detector (row ``js``) and every footprint is at most
+    one pixel wide (``2·half_p <= 1``). Returns (ok, ks, js).
+    """
+    if model != PARALLEL or magnify_z:
+        return False, 0, 0
+    shift0 = 0
+    for a in range(col_dir.shape[0]):
+        A, B = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
+                            center_row[a])
+        direct, shift = direct_shift(False, A, B)
+        if not direct or (a > 0 and shift != shift0):
+            return False, 0, 0
+        shift0 = shift
+        half_p = parallel_view_constants(col_dir[a, 0], col_dir[a, 1], voxel_width,
+                                         pixel_width)[2]
+        if not 2.0 * half_p <= 1.0:
+            return False, 0, 0
+    k0 = max(0, -shift0)
+    k1 = min(nz, nrows - shift0)
+    if k1 - k0 != 1:
+        return False, 0, 0
+    return True, k0, k0 + shift0
+
+
+@numba.njit(**INLINE)
+def slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight, center_col,
+                    ncols, F, W0, W1):
+    """Two-tap footprints of voxels ``lo <= ix < hi`` of the voxel row at height y.
+
+    Fills, for ``t = ix - lo``: ``F[t]`` the guard-padded index of the first pixel (a
+    float) and ``W0[t]``, ``W1[t]`` the weights (mm) of that pixel and the next.
+    No branches and no int conversions, so the loop vectorises.
+    """
+    for ix in range(lo, hi):
+        x = x0 + ix * voxel_width
+        c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
+        fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+        t = ix - lo
+        F[t] = fl + GUARD_LO
+        W0[t] = o0 * weight
+        W1[t] = o1 * weight
+
+
+@numba.njit(**FAST_JIT)
+def project_view_slice(S, ga, cx, cy, ks, js, x0, y0, voxel_width, pixel_width,
+                        center_col, fov_r2, rf):
+    """One view of the single-slice parallel projector into ``ga`` (nrows, ncols).
+
+    The scatter alternates between four copies of the view's row (a few KiB), so that
+    consecutive voxels, which hit the same pixels, do not wait on each other's stores.
+    """
+    ny, nx, nz1 = S.shape
+    nrows, ncols = ga.shape
+    L = GUARD_LO + ncols + GUARD_HI
+    acc = np.zeros(4 * L, dtype=np.float64)
+    F = np.empty(nx, dtype=np.float64)
+    W0 = np.empty(nx, dtype=np.float64)
+    W1 = np.empty(nx, dtype=np.float64)
+    cxp, cyp, half_p, weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
+    one = np.uintp(1)
+    for iy in range(ny):
+        y = y0 + iy * voxel_width
+        lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
+        if lo >= hi:
+            continue
+        slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight, center_col,
+                        ncols, F, W0, W1)
+        m = hi - lo
+        m4 = m - m % 4
+        for t in range(0, m4, 4):
+            for u in range(4):
+                ix = lo + t + u
+                v = np.float64(S[iy, ix, ks + 1]) - np.float64(S[iy, ix, ks])
+                i = np.uintp(int(F[t + u])) + np.uintp(u * L)
+                acc[i] += W0[t + u] * v
+                acc[i + one] += W1[t + u] * v
+        for t in range(m4, m):
+            ix = lo + t
+            v = np.float64(S[iy, ix, ks + 1]) - np.float64(S[iy, ix, ks])
+            i = np.uintp(int(F[t]))
+            acc[i] += W0[t] * v
+            acc[i + one] += W1[t] * v
+    ga[:, :] = 0.0
+    for i in range(ncols):
+        c = GUARD_LO + i
+        ga[js, i] = ((acc[c] + acc[L + c]) + (acc[2 * L + c] + acc[3 * L + c])) * rf
+
+
+@numba.njit(**FAST_PARALLEL_JIT)
+def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
+                       center_col, fov_r2):
+    """Single-slice parallel back-projector (transpose of :func:`project_view_slice`).
+
+    Threads own blocks of ``ROW_BLOCK`` voxel rows; per view the slice's pixel values
+    are differenced out of G once per block, then every voxel gathers its two taps.
+    """
+    nz, ny, nx = f.shape
+    na, L, nrows1 = G.shape
+    ncols = L - GUARD_LO - GUARD_HI
+    nblocks = (ny + ROW_BLOCK - 1) // ROW_BLOCK
+    for b in prange(nblocks):
+        r0 = b * ROW_BLOCK
+        nr = min(ROW_BLOCK, ny - r0)
+        slab = np.zeros((ROW_BLOCK, nx), dtype=np.float64)
+        gv = np.empty(L, dtype=np.float64)
+        F = np.empty(nx, dtype=np.float64)
+        W0 = np.empty(nx, dtype=np.float64)
+        W1 = np.empty(nx, dtype=np.float64)
+        los = np.empty(ROW_BLOCK, dtype=np.int64)
+        his = np.empty(ROW_BLOCK, dtype=np.int64)
+        for r in range(nr):
+            los[r], his[r] = fov_ix_range(y0 + (r0 + r) * voxel_width, x0, voxel_width,
+                                           nx, fov_r2)
+        for a in range(na):
+            cxp, cyp, half_p, weight = parallel_view_constants(col_dir[a, 0], col_dir[a, 1],
+                                                               voxel_width, pixel_width)
+            for c in range(L):
+                gv[c] = np.float64(G[a, c, js + 1]) - np.float64(G[a, c, js])
+            for r in range(nr):
+                lo = los[r]
+                hi = his[r]
+                if lo >= hi:
+                    continue
+                y = y0 + (r0 + r) * voxel_width
+                slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight,
+                                center_col[a], ncols, F, W0, W1)
+                for t in range(hi - lo):
+                    i = np.uintp(int(F[t]))
+                    slab[r, lo + t] += W0[t] * gv[i] + W1[t] * gv[i + np.uintp(1)]
+        for k in range(nz):
+            for r in range(nr):
+                for ix in range(nx):
+                    f[k, r0 + r, ix] = slab[r, ix] if k == ks else 0.0

@@ -1,0 +1,313 @@
+"""Per-column building blocks of the axial CPU kernels (:mod:`leap.kernels.cpu.axial`).
+
+Why cumulative sums: for one view and one voxel column (x, y) the column footprint is
+the same for every z, and the row intervals of the voxels are contiguous and equally
+long (``[A + kB, A + (k+1)B]``). The row-overlap-weighted sum of the column's values
+over detector row j is therefore ∫ over row j of a piecewise-constant function, i.e.
+the difference of its piecewise-linear cumulative integral at the row edges. The
+projector interpolates a z-cumulative sum of the volume; the back-projector, its exact
+transpose, interpolates a row-cumulative sum of the projections. This replaces a
+per-voxel × per-row overlap loop by two interpolations per row (or per voxel).
+
+Columns: a voxel's column footprint ``[c_lo, c_hi]`` at most one pixel wide meets at
+most two pixels, ``i0 = floor(c_lo + 0.5)`` and ``i0 + 1``; both weights are computed
+without branches (:func:`two_tap`) and written into arrays padded with guard
+columns (``GUARD_LO`` before and ``GUARD_HI`` after the detector), so a voxel never
+needs a bounds test or a data-dependent loop. Wider footprints use the general loop.
+
+Cone beams: per voxel column the cumulative integral is evaluated at all row edges in
+one branch-free loop (the few positions off the ends are peeled off first,
+:func:`cumulative_at`), then its differences are scattered into the two columns' rows,
+which are contiguous in the (column, row) view buffer (:func:`add_differences2`). The
+back-projector first weights its two taps' cumulative sums into one
+(:func:`combine_columns`), then interpolates once per voxel boundary. The difference
+and weighting loops index with unsigned integers, so Numba emits no negative-index
+wrap-around and LLVM vectorises them; the interpolations gather and stay scalar.
+
+All are compiled inline into the kernels that call them.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from ._jit import FAST_JIT, FAST_PARALLEL_JIT
+
+# Guard columns around the detector in the projector's view buffer and in the
+# back-projector's cumulative sums (see two_tap: i0 ∈ [-1, ncols], i0 + 1).
+GUARD_LO = 1
+GUARD_HI = 2
+
+INLINE = dict(FAST_JIT, inline="always")
+
+
+@numba.njit(**FAST_PARALLEL_JIT)
+def volume_z_cumsum(f):
+    """Cumulative sums along z: ``S[iy, ix, k] = Σ_{k' < k} f[k', iy, ix]``.
+
+    f : (nz, ny, nx) float32. Returns S : (ny, nx, nz + 1) float32, summed in float64.
+    """
+    nz, ny, nx = f.shape
+    S = np.empty((ny, nx, nz + 1), dtype=np.float32)
+    for iy in prange(ny):
+        run = np.zeros(nx, dtype=np.float64)
+        for ix in range(nx):
+            S[iy, ix, 0] = 0.0
+        for k in range(nz):
+            for ix in range(nx):
+                run[ix] += f[k, iy, ix]
+                S[iy, ix, k + 1] = run[ix]
+    return S
+
+
+@numba.njit(**FAST_PARALLEL_JIT)
+def projection_row_cumsum(g, row_factor):
+    """Row-cumulative sums of weighted projections, with zero guard columns.
+
+    ``G[a, i + GUARD_LO, j] = Σ_{j' < j} g[a, j', i]·w[j']``; columns ``0 .. GUARD_LO-1``
+    and the last ``GUARD_HI`` are zero (pixels off the detector).
+
+    g : (na, nrows, ncols) float32; row_factor : (nrows,) float64.
+    Returns G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32, summed in float64.
+    """
+    na, nrows, ncols = g.shape
+    G = np.empty((na, GUARD_LO + ncols + GUARD_HI, nrows + 1), dtype=np.float32)
+    for a in prange(na):
+        G[a, :GUARD_LO, :] = 0.0
+        G[a, GUARD_LO + ncols:, :] = 0.0
+        run = np.zeros(ncols, dtype=np.float64)
+        for i in range(ncols):
+            G[a, GUARD_LO + i, 0] = 0.0
+        for j in range(nrows):
+            w = row_factor[j]
+            for i in range(ncols):
+                run[i] += g[a, j, i] * w
+                G[a, GUARD_LO + i, j + 1] = run[i]
+    return G
+
+
+
+
+
+
+@numba.njit(**INLINE)
+def cumulative_at(cum, n, o, s, t0, t1, w, E):
+    """``E[t] = w · C(o + t·s)`` for ``t0 <= t <= t1`` (s > 0).
+
+    C is the piecewise-linear interpolant of the cumulative sums ``cum`` (n + 1 values,
+    ``cum[0] = 0``), constant beyond its ends: the values of ``interp_cumulative``.
+    The few positions off either end are peeled off first, so the main loop has no
+    clamps or branches (one gather of two neighbours per position).
+    """
+    top = w * np.float64(cum[n])
+    ta = t0
+    while ta <= t1 and o + ta * s <= 0.0:
+        E[ta] = 0.0
+        ta += 1
+    tb = t1
+    while tb >= ta and o + tb * s >= n:
+        E[tb] = top
+        tb -= 1
+    # A float copy of t and floor() (q > 0 here) spare two int/float conversions.
+    tf = float(ta)
+    for t in range(ta, tb + 1):
+        q = o + tf * s
+        fk = math.floor(q)
+        ku = np.uintp(int(fk))
+        c0 = np.float64(cum[ku])
+        E[np.uintp(t)] = w * (c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0))
+        tf += 1.0
+
+
+@numba.njit(**INLINE)
+def add_differences(E, t0, t1, w, a):
+    """``a[t] += w · (E[t + 1] − E[t])`` for ``t0 <= t < t1``.
+
+    Unsigned indices: Numba then emits no negative-index wrap-around, and LLVM
+    vectorises the loop (so do the other difference loops below).
+    """
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        a[t] += w * (E[t + one] - E[t])
+
+
+@numba.njit(**INLINE)
+def add_differences2(E, t0, t1, w0, a0, w1, a1):
+    """``a0[t] += w0 · d[t]`` and ``a1[t] += w1 · d[t]``, ``d[t] = E[t + 1] − E[t]``,
+    for ``t0 <= t < t1``: one row profile into the two columns of a two-tap footprint."""
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        r = E[t + one] - E[t]
+        a0[t] += w0 * r
+        a1[t] += w1 * r
+
+
+@numba.njit(**INLINE)
+def add_weighted_differences(E, t0, t1, sw, a):
+    """``a[t] += sw[t] · (E[t + 1] − E[t])`` for ``t0 <= t < t1`` (helical FBP)."""
+    one = np.uintp(1)
+    for t in range(np.uintp(t0), np.uintp(t1)):
+        a[t] += sw[t] * (E[t + one] - E[t])
+
+
+@numba.njit(**INLINE)
+def combine_columns(c0, c1, w0, w1, n, o, s, t0, t1, out):
+    """``out[k] = w0·c0[k] + w1·c1[k]`` (float64) wherever :func:`cumulative_at` with
+    positions ``o + t·s``, ``t0 <= t <= t1``, reads, and at ``n`` (its top value).
+
+    Weighting the two columns of a two-tap footprint first (a contiguous, vectorised
+    loop) leaves one interpolation per voxel boundary instead of two.
+    """
+    lo = max(o + t0 * s, 0.0)
+    hi = min(o + t1 * s, float(n - 1))
+    k0 = np.uintp(int(lo)) if lo < n else np.uintp(n)
+    k1 = np.uintp(int(hi) + 2) if hi >= 0.0 else np.uintp(0)
+    for k in range(k0, k1):
+        out[k] = w0 * np.float64(c0[k]) + w1 * np.float64(c1[k])
+    out[n] = w0 * np.float64(c0[n]) + w1 * np.float64(c1[n])
+
+
+@numba.njit(**INLINE)
+def prefix_sum(p, n, out):
+    """``out[k] = Σ_{k' < k} p[k']`` for ``0 <= k <= n`` (float64).
+
+    A running sum is one long chain of dependent additions; four chains over the
+    quarters of ``p`` run side by side, and the quarters' offsets are added afterwards
+    (vectorised), so the additions' latency is paid once per four entries.
+    """
+    m = n // 4
+    one = np.uintp(1)
+    b1 = np.uintp(m)
+    b2 = np.uintp(2 * m)
+    b3 = np.uintp(3 * m)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    out[0] = 0.0
+    for k in range(np.uintp(0), b1):
+        s0 += p[k]
+        out[k + one] = s0
+        s1 += p[b1 + k]
+        out[b1 + k + one] = s1
+        s2 += p[b2 + k]
+        out[b2 + k + one] = s2
+        s3 += p[b3 + k]
+        out[b3 + k + one] = s3
+    for k in range(b3 + b1, np.uintp(n)):
+        s3 += p[k]
+        out[k + one] = s3
+    for k in range(b1 + one, b2 + one):
+        out[k] += s0
+    s01 = s0 + s1
+    for k in range(b2 + one, b3 + one):
+        out[k] += s01
+    s012 = s01 + s2
+    for k in range(b3 + one, np.uintp(n + 1)):
+        out[k] += s012
+
+
+@numba.njit(**INLINE)
+def squared_heights(z0, voxel_height, zs, D2):
+    """``D2[k] = (z_k − zs)²``: the squared heights of the slices above the source (one
+    view), for :func:`weighted_increments` and :func:`voxel_stretch`."""
+    for k in range(D2.shape[0]):
+        dz = z0 + k * voxel_height - zs
+        D2[k] = dz * dz
+
+
+@numba.njit(**INLINE)
+def inverse_rho2(x, y, sx, sy):
+    """1/ρ², ρ the in-plane distance of the column at (x, y) from the source."""
+    dx = x - sx
+    dy = y - sy
+    return 1.0 / (dx * dx + dy * dy)
+
+
+@numba.njit(**INLINE)
+def weighted_increments(cum, n, sw, stretch, inv_rho2, D2, P):
+    """``P[k] = w_k · (cum[k + 1] − cum[k])``, ``0 <= k < n``: a column's voxel values
+    (differences of its cumulative sums) times the projector's per-voxel weights,
+    ``w_k = sw[k]`` (helical FBP; 1 if ``sw`` is empty) times, if ``stretch``, the
+    voxel's ray stretch √(1 + D2[k]/ρ²) (:func:`voxel_stretch`). One vectorised pass."""
+    weighted = sw.shape[0] > 0
+    one = np.uintp(1)
+    for k in range(np.uintp(0), np.uintp(n)):
+        v = np.float64(cum[k + one]) - np.float64(cum[k])
+        if weighted:
+            v *= sw[k]
+        if stretch:
+            v *= math.sqrt(1.0 + D2[k] * inv_rho2)
+        P[k] = v
+
+
+@numba.njit(**INLINE)
+def voxel_stretch(inv_rho2, D2, k0, k1, sw, W):
+    """``W[k] = sw[k] · √(1 + D2[k]/ρ²)`` for ``k0 <= k < k1`` (``sw`` empty: 1): the
+    out-of-plane ray stretch at each voxel centre of a column, ρ its in-plane distance
+    from the source and D2 from :func:`squared_heights` (the modular model's per-voxel
+    length factor; its in-plane part ρ/max(|dx|, |dy|) is in the column weight)."""
+    weighted = sw.shape[0] > 0
+    for k in range(np.uintp(k0), np.uintp(k1)):
+        w = math.sqrt(1.0 + D2[k] * inv_rho2)
+        W[k] = sw[k] * w if weighted else w
+
+
+@numba.njit(**INLINE)
+def fov_ix_range(y, x0, voxel_width, nx, fov_r2):
+    """Half-open range ``[lo, hi)`` of ix with ``(x0 + ix·w)² + y² <= fov_r2``.
+
+    Solved analytically, then corrected with exactly the per-voxel test so that both
+    kernels keep precisely the voxel columns the per-voxel test keeps.
+    """
+    rem = fov_r2 - y * y
+    if not rem >= 0.0:
+        return 0, 0
+    r = math.sqrt(rem)
+    flo = math.ceil((-r - x0) / voxel_width)
+    fhi = math.floor((r - x0) / voxel_width) + 1.0
+    lo = int(min(max(flo, 0.0), float(nx)))
+    hi = int(min(max(fhi, float(lo)), float(nx)))
+    yy = y * y
+    while lo < hi:
+        x = x0 + lo * voxel_width
+        if x * x + yy <= fov_r2:
+            break
+        lo += 1
+    while lo > 0:
+        x = x0 + (lo - 1) * voxel_width
+        if x * x + yy > fov_r2:
+            break
+        lo -= 1
+    while hi > lo:
+        x = x0 + (hi - 1) * voxel_width
+        if x * x + yy <= fov_r2:
+            break
+        hi -= 1
+    while hi < nx and hi >= lo:
+        x = x0 + hi * voxel_width
+        if x * x + yy > fov_r2:
+            break
+        hi += 1
+    return lo, hi
+
+
+@numba.njit(**INLINE)
+def two_tap(c_lo, c_hi, ncols):
+    """Overlaps of ``[c_lo, c_hi]`` (at most one pixel wide) with pixels i0 and i0 + 1.
+
+    ``i0 = floor(c_lo + 0.5)`` is returned as a float, clamped to ``[-1, ncols]``; the
+    overlaps are exactly what ``overlap`` gives for those two pixels (the second may be
+    0). Callers index arrays padded with GUARD_LO/GUARD_HI guard columns, so the clamp
+    only acts when the interval lies off the detector, where only guards get weight.
+    Branch-free (min/max), so a loop over voxels calling it can be vectorised.
+    """
+    fl = np.floor(c_lo + 0.5)
+    fl = min(max(fl, -1.0), float(ncols))
+    e = fl + 0.5
+    o0 = min(c_hi, e) - c_lo
+    o1 = max(c_hi - e, 0.0)
+    return fl, o0, o1
