@@ -38,8 +38,9 @@ from numba import prange
 
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
-from .axial_slice import backproject_slice, project_view_slice, slice_mode
-from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
+from .axial_slice import backproject_slice, slice_mode
+from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2, add_direct2,
+                      gather_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, fov_ix_range,
                       inverse_rho2, prefix_sum, squared_heights, two_tap, voxel_stretch,
                       weighted_increments)
@@ -97,19 +98,15 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                     w0 = o0 * weight
                     w1 = o1 * weight
                     r0 = int(fl) + GUARD_LO
-                    for k in range(k0, k1):
-                        v = np.float64(cum[k + 1]) - np.float64(cum[k])
-                        acc[r0, k + shift] += w0 * v
-                        acc[r0 + 1, k + shift] += w1 * v
+                    add_direct2(cum, k0, k1, shift, w0, acc[r0], w1, acc[r0 + 1])
                 else:
                     i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
                             continue
-                        for k in range(k0, k1):
-                            v = np.float64(cum[k + 1]) - np.float64(cum[k])
-                            acc[i + GUARD_LO, k + shift] += w * v
+                        add_direct2(cum, k0, k1, shift, w, acc[i + GUARD_LO], 0.0,
+                                    acc[i + GUARD_LO])
                 continue
             if magnify_z:
                 A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
@@ -156,40 +153,34 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
             x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
             stretch):
-    """Forward projection into g from S = volume_z_cumsum(f); one view per thread.
+    """Forward projection into g from S = volume_z_cumsum(f); one view per thread
+    (single-slice parallel beams: :func:`leap.kernels.cpu.axial_slice.project`).
 
     S : (ny, nx, nz + 1) float32; g : (na, nrows, ncols) float32, overwritten.
     col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm;
     center_col, center_row : (na,) float64, fractional pixels (per view: vertical
     modular modules have their own). row_factor : (nrows,) float64. ``stretch``: the
-    modular model's per-voxel ray stretch instead of row_factor's per-row one. Lengths in mm, centres in fractional pixels.
+    modular model's per-voxel ray stretch instead of row_factor's per-row one.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
     are the transposes of :func:`backproject`'s FBP weights.
     """
     na, nrows, ncols = g.shape
     nz = S.shape[2] - 1
-    slice_ok, ks, js = slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0,
-                                   voxel_height, pixel_height, center_row, voxel_width,
-                                   pixel_width)
     for a in prange(na):
-        if slice_ok:
-            project_view_slice(S, g[a], col_dir[a, 0], col_dir[a, 1], ks, js, x0, y0,
-                                voxel_width, pixel_width, center_col[a], fov_r2, row_factor[js])
-        else:
-            # One view's pixels, (column, row) so a voxel column's rows are contiguous.
-            acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
-            E = np.empty(nrows + 1, dtype=np.float64)
-            cumw = np.empty(nz + 1, dtype=np.float64)
-            W = np.empty(nz, dtype=np.float64)
-            D2 = np.empty(nz, dtype=np.float64)
-            sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-            _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
-                          source_xy[a, 1], source_z[a], sdd[a], sod, pitch, model, magnify_z,
-                          fov_r2,
-                          x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                          center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
-                          cumw, W, D2)
+        # One view's pixels, (column, row) so a voxel column's rows are contiguous.
+        acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
+        E = np.empty(nrows + 1, dtype=np.float64)
+        cumw = np.empty(nz + 1, dtype=np.float64)
+        W = np.empty(nz, dtype=np.float64)
+        D2 = np.empty(nz, dtype=np.float64)
+        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+        _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
+                      source_xy[a, 1], source_z[a], sdd[a], sod, pitch, model, magnify_z,
+                      fov_r2,
+                      x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
+                      center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
+                      cumw, W, D2)
 
 
 @numba.njit(**FAST_JIT)
@@ -252,22 +243,16 @@ def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sd
                     fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                     w0 = o0 * weight
                     w1 = o1 * weight
-                    g0 = Ga[int(fl) + GUARD_LO]
-                    g1 = Ga[int(fl) + GUARD_LO + 1]
-                    for k in range(k0, k1):
-                        j = k + shift
-                        col[k] += (w0 * (np.float64(g0[j + 1]) - np.float64(g0[j]))
-                                   + w1 * (np.float64(g1[j + 1]) - np.float64(g1[j])))
+                    gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0, k1,
+                                   shift, w0, w1, col)
                 else:
                     i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
                             continue
-                        gi = Ga[i + GUARD_LO]
-                        for k in range(k0, k1):
-                            j = k + shift
-                            col[k] += w * (np.float64(gi[j + 1]) - np.float64(gi[j]))
+                        gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift, w,
+                                       0.0, col)
                 continue
             if magnify_z:
                 A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a, magnify_z,

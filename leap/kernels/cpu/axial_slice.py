@@ -60,39 +60,42 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
 
 
 @numba.njit(**INLINE)
-def slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight, center_col,
-                    ncols, F, W0, W1):
+def slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col, ncols, F, W0, W1):
     """Two-tap footprints of voxels ``lo <= ix < hi`` of the voxel row at height y.
 
-    Fills, for ``t = ix - lo``: ``F[t]`` the guard-padded index of the first pixel (a
-    float) and ``W0[t]``, ``W1[t]`` the weights (mm) of that pixel and the next.
-    No branches and no int conversions, so the loop vectorises.
+    X : (nx,) voxel x centres, mm. Fills, for ``t = ix - lo``: ``F[t]`` (int32) the
+    guard-padded index of the first pixel and ``W0[t]``, ``W1[t]`` the weights (mm) of
+    that pixel and the next. No branches, unsigned indices and the x centres read from
+    X (AVX2 has no 64-bit integer to float conversion), so the loop vectorises.
     """
-    for ix in range(lo, hi):
-        x = x0 + ix * voxel_width
-        c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
+    base = np.uintp(lo)
+    for t in range(np.uintp(hi - lo)):
+        c_lo, c_hi = parallel_column_footprint(X[base + t], y, cxp, cyp, half_p, center_col)
         fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-        t = ix - lo
-        F[t] = fl + GUARD_LO
+        F[t] = np.int32(fl) + np.int32(GUARD_LO)
         W0[t] = o0 * weight
         W1[t] = o1 * weight
 
 
 @numba.njit(**FAST_JIT)
-def project_view_slice(S, ga, cx, cy, ks, js, x0, y0, voxel_width, pixel_width,
-                        center_col, fov_r2, rf):
-    """One view of the single-slice parallel projector into ``ga`` (nrows, ncols).
+def project_view_slice(fs, ga, cx, cy, js, X, y0, voxel_width, pixel_width, center_col,
+                       fov_r2, rf):
+    """One view of the single-slice parallel projector of the slice ``fs`` (ny, nx)
+    into ``ga`` (nrows, ncols); X : (nx,) voxel x centres, mm.
 
-    The scatter alternates between four copies of the view's row (a few KiB), so that
-    consecutive voxels, which hit the same pixels, do not wait on each other's stores.
+    Per voxel row the taps and their weighted values are computed in vectorised loops;
+    the scatter then alternates between four copies of the view's row (a few KiB), so
+    that consecutive voxels, which hit the same pixels, do not wait on each other's
+    stores.
     """
-    ny, nx, nz1 = S.shape
+    ny, nx = fs.shape
     nrows, ncols = ga.shape
     L = GUARD_LO + ncols + GUARD_HI
     acc = np.zeros(4 * L, dtype=np.float64)
-    F = np.empty(nx, dtype=np.float64)
+    F = np.empty(nx, dtype=np.int32)
     W0 = np.empty(nx, dtype=np.float64)
     W1 = np.empty(nx, dtype=np.float64)
+    x0 = X[0]
     cxp, cyp, half_p, weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
     one = np.uintp(1)
     for iy in range(ny):
@@ -100,27 +103,39 @@ def project_view_slice(S, ga, cx, cy, ks, js, x0, y0, voxel_width, pixel_width,
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         if lo >= hi:
             continue
-        slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight, center_col,
-                        ncols, F, W0, W1)
-        m = hi - lo
-        m4 = m - m % 4
-        for t in range(0, m4, 4):
-            for u in range(4):
-                ix = lo + t + u
-                v = np.float64(S[iy, ix, ks + 1]) - np.float64(S[iy, ix, ks])
-                i = np.uintp(int(F[t + u])) + np.uintp(u * L)
-                acc[i] += W0[t + u] * v
-                acc[i + one] += W1[t + u] * v
+        slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col, ncols, F, W0, W1)
+        row = fs[iy]
+        base = np.uintp(lo)
+        m = np.uintp(hi - lo)
+        for t in range(m):
+            v = np.float64(row[base + t])
+            W0[t] *= v
+            W1[t] *= v
+        m4 = m - m % np.uintp(4)
+        for t in range(np.uintp(0), m4, np.uintp(4)):
+            for u in range(np.uintp(4)):
+                i = np.uintp(F[t + u]) + u * np.uintp(L)
+                acc[i] += W0[t + u]
+                acc[i + one] += W1[t + u]
         for t in range(m4, m):
-            ix = lo + t
-            v = np.float64(S[iy, ix, ks + 1]) - np.float64(S[iy, ix, ks])
-            i = np.uintp(int(F[t]))
-            acc[i] += W0[t] * v
-            acc[i + one] += W1[t] * v
+            i = np.uintp(F[t])
+            acc[i] += W0[t]
+            acc[i + one] += W1[t]
     ga[:, :] = 0.0
     for i in range(ncols):
         c = GUARD_LO + i
         ga[js, i] = ((acc[c] + acc[L + c]) + (acc[2 * L + c] + acc[3 * L + c])) * rf
+
+
+@numba.njit(**FAST_PARALLEL_JIT)
+def project(f, g, col_dir, ks, js, x0, y0, voxel_width, pixel_width, center_col, fov_r2, rf):
+    """Single-slice parallel projection of slice ``ks`` of f (nz, ny, nx) into row ``js``
+    of g (na, nrows, ncols), the other rows zero; one view per thread. center_col (na,)."""
+    X = x0 + np.arange(f.shape[2]) * voxel_width
+    fs = f[ks]
+    for a in prange(g.shape[0]):
+        project_view_slice(fs, g[a], col_dir[a, 0], col_dir[a, 1], js, X, y0, voxel_width,
+                           pixel_width, center_col[a], fov_r2, rf)
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
@@ -135,12 +150,13 @@ def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
     na, L, nrows1 = G.shape
     ncols = L - GUARD_LO - GUARD_HI
     nblocks = (ny + ROW_BLOCK - 1) // ROW_BLOCK
+    X = x0 + np.arange(nx) * voxel_width
     for b in prange(nblocks):
         r0 = b * ROW_BLOCK
         nr = min(ROW_BLOCK, ny - r0)
         slab = np.zeros((ROW_BLOCK, nx), dtype=np.float64)
         gv = np.empty(L, dtype=np.float64)
-        F = np.empty(nx, dtype=np.float64)
+        F = np.empty(nx, dtype=np.int32)
         W0 = np.empty(nx, dtype=np.float64)
         W1 = np.empty(nx, dtype=np.float64)
         los = np.empty(ROW_BLOCK, dtype=np.int64)
@@ -159,10 +175,10 @@ def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
                 if lo >= hi:
                     continue
                 y = y0 + (r0 + r) * voxel_width
-                slice_row_taps(y, lo, hi, x0, voxel_width, cxp, cyp, half_p, weight,
-                                center_col[a], ncols, F, W0, W1)
+                slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col[a], ncols,
+                               F, W0, W1)
                 for t in range(hi - lo):
-                    i = np.uintp(int(F[t]))
+                    i = np.uintp(F[t])
                     slab[r, lo + t] += W0[t] * gv[i] + W1[t] * gv[i + np.uintp(1)]
         for k in range(nz):
             for r in range(nr):

@@ -154,6 +154,38 @@ def add_weighted_differences(E, t0, t1, sw, a):
 
 
 @numba.njit(**INLINE)
+def add_direct2(cum, k0, k1, shift, w0, a0, w1, a1):
+    """Direct rows (voxel k covers exactly row k + shift): ``a0[k + shift] += w0·v_k``
+    and ``a1[k + shift] += w1·v_k`` for ``k0 <= k < k1``, ``v_k = cum[k+1] − cum[k]``
+    (w1 = 0: a0 only). Unsigned indices, so the loop vectorises."""
+    one = np.uintp(1)
+    kb = np.uintp(k0)
+    jb = np.uintp(k0 + shift)
+    two = w1 != 0.0
+    for t in range(np.uintp(k1 - k0)):
+        v = np.float64(cum[kb + t + one]) - np.float64(cum[kb + t])
+        a0[jb + t] += w0 * v
+        if two:
+            a1[jb + t] += w1 * v
+
+
+@numba.njit(**INLINE)
+def gather_direct2(g0, g1, k0, k1, shift, w0, w1, col):
+    """Transpose of :func:`add_direct2` on row cumulative sums: ``col[k] += w0·(g0[j+1] −
+    g0[j]) + w1·(g1[j+1] − g1[j])``, j = k + shift, for ``k0 <= k < k1`` (w1 = 0: g0 only)."""
+    one = np.uintp(1)
+    kb = np.uintp(k0)
+    jb = np.uintp(k0 + shift)
+    two = w1 != 0.0
+    for t in range(np.uintp(k1 - k0)):
+        j = jb + t
+        d = w0 * (np.float64(g0[j + one]) - np.float64(g0[j]))
+        if two:
+            d += w1 * (np.float64(g1[j + one]) - np.float64(g1[j]))
+        col[kb + t] += d
+
+
+@numba.njit(**INLINE)
 def combine_columns(c0, c1, w0, w1, n, o, s, t0, t1, out):
     """``out[k] = w0·c0[k] + w1·c1[k]`` (float64) wherever :func:`cumulative_at` with
     positions ``o + t·s``, ``t0 <= t <= t1``, reads, and at ``n`` (its top value).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import axial, columns, modular
+from . import axial, axial_slice, columns, modular
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
@@ -40,6 +40,14 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
                         s.pixel_width, s.pixel_height)
         return g
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
+    ok, ks, js = axial_slice.slice_mode(views.col_dir, views.source_z, views.column_model,
+                                        views.magnify_z, v.num_z, g.shape[1], s.z0,
+                                        s.voxel_height, s.pixel_height, center_row,
+                                        s.voxel_width, s.pixel_width)
+    if ok:
+        axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
+                            s.pixel_width, center_col, fov_r2, plan.row_factor[js])
+        return g
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
     axial.project(columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
                   views.source_z, sdd, views.sod, views.helical_pitch,
