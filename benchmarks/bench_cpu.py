@@ -92,28 +92,30 @@ def _rss():
 
 
 def timed(fn, repeats):
-    """(best seconds, peak extra MiB) of ``fn`` after one warm-up call."""
+    """(best seconds, peak extra MiB) of ``fn`` after one warm-up call: ``repeats`` timed
+    calls, then one more with the memory sampler (which would otherwise compete with
+    the kernels' threads for the cores)."""
     fn()
-    best, peak_extra = float("inf"), 0
+    best = float("inf")
     for _ in range(repeats):
-        base = _rss()
-        peak = [base]
-        stop = threading.Event()
-
-        def sample():
-            while not stop.is_set():
-                peak[0] = max(peak[0], _rss())
-                time.sleep(0.001)
-
-        th = threading.Thread(target=sample, daemon=True)
-        th.start()
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
-        stop.set()
-        th.join()
-        peak_extra = max(peak_extra, peak[0] - base)
-    return best, peak_extra / 2 ** 20
+    base = _rss()
+    peak = [base]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], _rss())
+            time.sleep(0.001)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    fn()
+    stop.set()
+    th.join()
+    return best, (peak[0] - base) / 2 ** 20
 
 
 def main():

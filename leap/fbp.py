@@ -109,7 +109,11 @@ def _filter_factors(geometry, volume, ramp_filter, lowpass, window):
     weights), the scaled ramp response and the float32 post-weights (None where absent)."""
     _check_fbp_geometry(geometry)
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
-    pre, post = cosine_weights(geometry)
+    if isinstance(geometry, ModularBeam):
+        pre, post = _modular_cosine_weights(geometry)
+    else:
+        pre, post = cosine_weights(geometry)
+        post = None if post is None else post.astype(np.float32)
     factors = [view_weights(geometry, helical=helical)]
     parker = None if helical else parker_weights(geometry)
     if parker is not None:
@@ -118,7 +122,29 @@ def _filter_factors(geometry, volume, ramp_filter, lowpass, window):
         factors.append(pre)
     H = geometry_ramp_response(geometry, ramp_filter, lowpass, window)
     H *= fbp_scale(geometry, volume)
-    return factors, H, None if post is None else post.astype(np.float32)
+    return factors, H, post
+
+
+def _modular_cosine_weights(geometry):
+    """Modular beams' cosine weights (:func:`leap.weights.cosine_weights`) as functions
+    ``(vs, ve) → weights of views vs:ve``: they differ per view and pixel, so whole
+    arrays would be (num_angles, num_rows, num_cols) float64 twice over; the filtering
+    computes them a block of views at a time (bit for bit the same values)."""
+    t = geometry.axial_terms()
+    k = t.tau / t.sod
+
+    def common(vs, ve):
+        u, v = t.u[vs:ve, None, :], t.v[vs:ve, :, None]
+        return u, 1.0 / np.sqrt(1.0 + u * u + v * v)
+
+    def pre(vs, ve):
+        u, w = common(vs, ve)
+        return w * (1.0 + k[vs:ve, None, None] * u)
+
+    def post(vs, ve):
+        return common(vs, ve)[1].astype(np.float32)
+
+    return pre, post
 
 
 def _pre_weights(factors, vs=0, ve=None):
@@ -144,7 +170,7 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
     """:func:`_filter_factors` with the pre-weights multiplied out (float32, the GPU's
     form)."""
     factors, H, post = _filter_factors(geometry, volume, ramp_filter, lowpass, window)
-    return _pre_weights(factors), H, post
+    return _pre_weights(factors), H, post(0, None) if callable(post) else post
 
 
 def geometry_ramp_response(geometry, ramp_filter=2, lowpass=1.0, window="none") -> np.ndarray:
@@ -189,7 +215,7 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     else:
         row_filter(q, geometry)
     if post is not None:
-        q *= post
+        q *= _views_of(post, 0, None)
     return q, geometry
 
 
@@ -299,7 +325,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
                           slice_weights=slice_weights, devices=devices, max_slices=max_slices)
     factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
     if post is not None:
-        q *= post
+        q *= _views_of(post, 0, None)
     filter_rows(q, H, extrapolate=truncated_scan, transpose=True)
     _scale_views(q, factors)
     if n_add:
@@ -360,9 +386,12 @@ def _gpu_plan(geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, w
 
 
 def _views_of(w, vs, ve):
-    """Views vs:ve of a weight array broadcasting against (na, nr, nc)."""
+    """Views vs:ve of a weight array broadcasting against (na, nr, nc), or of a function
+    ``(vs, ve) → those views' weights`` (:func:`_modular_cosine_weights`)."""
     if w is None:
         return None
+    if callable(w):
+        return w(vs, ve)
     w = np.asarray(w)
     w = w.reshape((1,) * (3 - w.ndim) + w.shape)
     return w if w.shape[0] == 1 else w[vs:ve]
