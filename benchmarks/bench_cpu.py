@@ -28,8 +28,7 @@ beforehand, so it is the call's own temporaries).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import ctypes
 import threading
 import time
 
@@ -91,6 +90,17 @@ def _rss():
         return int(fh.read().split()[1]) * 4096
 
 
+def _release_free_memory():
+    """Return freed heap memory to the OS (glibc ``malloc_trim``), so that the memory
+    pass's RSS rises by what the call itself touches: glibc keeps large freed blocks
+    resident once its dynamic mmap threshold has grown, and an earlier call's
+    temporaries would otherwise be reused unseen."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
 def timed(fn, repeats):
     """(best seconds, peak extra MiB) of ``fn`` after one warm-up call: ``repeats`` timed
     calls, then one more with the memory sampler (which would otherwise compete with
@@ -101,6 +111,7 @@ def timed(fn, repeats):
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
+    _release_free_memory()
     base = _rss()
     peak = [base]
     stop = threading.Event()
@@ -119,12 +130,6 @@ def timed(fn, repeats):
 
 
 def main():
-    if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:
-        # glibc otherwise raises its mmap threshold after the first large free and
-        # keeps later temporaries in the heap, resident across calls: the RSS samples
-        # would miss them. A fixed threshold returns every large block on free.
-        os.execve(sys.executable, [sys.executable] + sys.argv,
-                  dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072"))
     ap = argparse.ArgumentParser(description="leap CPU benchmarks")
     ap.add_argument("problems", nargs="*", default=list(PROBLEMS))
     ap.add_argument("--repeats", type=int, default=3)
