@@ -1,6 +1,7 @@
 """Modular beams with vertical modules run on the CPU's axial kernels; the general
 modular kernels compute the same footprint model voxel by voxel, so both must agree
-to float32 rounding, and the fast pair must stay an exact transpose."""
+to the rounding of the float32 cumulative sums (1e-5 of the maximum, the tolerance
+between back-ends; typically 3e-7), and the fast pair must stay an exact transpose."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +30,7 @@ def _general(geo, vol, op, x):
     return out
 
 
-def _close(a, b, tol=2e-6):
+def _close(a, b, tol=1e-5):
     scale = max(np.abs(b).max(), 1e-30)
     assert np.abs(a - b).max() <= tol * scale, np.abs(a - b).max() / scale
 
