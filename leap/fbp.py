@@ -205,15 +205,21 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     Returns ``(q, geometry)`` with q a new float32 array.
     """
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+    if row_filter is None:
+        fgeo, first, n_add = geometry, 0, 0
+        if offset_scan and not helical:
+            fgeo, first, n_add = offset_scan_layout(geometry)
+        q = np.empty(fgeo.projection_shape, dtype=np.float32)
+        for vs, ve, qb in _filtered_blocks(geometry, fgeo, volume, g, first, n_add,
+                                           ramp_filter, lowpass, window, truncated_scan):
+            q[vs:ve] = qb
+        return q, fgeo
     q = np.array(g, dtype=np.float32, copy=True)
     if offset_scan and not helical:
         q, geometry = offset_scan_padding(geometry, q)
     factors, H, post = _filter_factors(geometry, volume, ramp_filter, lowpass, window)
     _scale_views(q, factors)
-    if row_filter is None:
-        filter_rows(q, H, extrapolate=truncated_scan)
-    else:
-        row_filter(q, geometry)
+    row_filter(q, geometry)
     if post is not None:
         q *= _views_of(post, 0, None)
     return q, geometry
@@ -260,28 +266,30 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
         geometry, volume, offset_scan, fov_radius, helical_window)
     plan = make_plan(fgeo, volume, fov_radius=fov_radius,
                      fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
-    if not _cpu.reads_row_cumsums(plan):
+    if not _cpu.uses_axial_kernels(plan):
         q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter,
                                      lowpass=lowpass, window=window,
                                      truncated_scan=truncated_scan, offset_scan=offset_scan)
         return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
                                     helical_window=helical_window)
     f = _validate.check_out("out", out, volume.shape, g)
-    G = _filtered_row_cumsums(geometry, fgeo, volume, g, plan, first, n_add, ramp_filter,
-                              lowpass, window, truncated_scan)
+    # What the CPU back-projector reads, the row cumulative sums of the filtered views,
+    # built a block at a time: FBP holds one projection-sized temporary, not two.
+    G = np.empty(_cpu.row_cumsums_shape(plan), dtype=np.float32)
+    for vs, ve, q in _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter,
+                                      lowpass, window, truncated_scan):
+        _cpu.row_cumsums(plan, q, out=G[vs:ve])
     return _cpu.backproject_row_cumsums(plan, G, f)
 
 
-def _filtered_row_cumsums(geometry, fgeo, volume, g, plan, first, n_add, ramp_filter, lowpass,
-                          window, truncated_scan):
-    """What the CPU back-projector reads, built a block of views at a time: the row
-    cumulative sums of the weighted, ramp-filtered projections (those of
-    :func:`filter_projections`, bit for bit). The filtered views exist only a few MB
-    at a time, so FBP holds one projection-sized temporary (the sums), not two."""
+def _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
+                     truncated_scan):
+    """Yield ``(vs, ve, q)``: views vs:ve of g weighted (offset-scan padding into the
+    ``n_add`` wider columns of fgeo from column ``first``, pre-weights), ramp filtered
+    and post-weighted, float32, about 4 MB of views at a time."""
     factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
     na, nr, nc = g.shape
-    G = np.empty(_cpu.row_cumsums_shape(plan), dtype=np.float32)
     step = max(1, (1 << 20) // (nr * (nc + n_add)))
     for vs in range(0, na, step):
         ve = min(na, vs + step)
@@ -294,8 +302,7 @@ def _filtered_row_cumsums(geometry, fgeo, volume, g, plan, first, n_add, ramp_fi
         filter_rows(q, H, extrapolate=truncated_scan)
         if post is not None:
             q *= _views_of(post, vs, ve)
-        _cpu.row_cumsums(plan, q, out=G[vs:ve])
-    return G
+        yield vs, ve, q
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",

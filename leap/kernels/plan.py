@@ -59,16 +59,9 @@ class Plan:
         """The plan of views a0:a1 (slice weights cut alike)."""
         sw = None if self.slice_weights is None else self.slice_weights[a0:a1]
         if self.modular:
-            vm = self.vertical
-            if vm is not None:
-                v = vm.views
-                vm = vm._replace(views=v._replace(col_dir=v.col_dir[a0:a1],
-                                                  source_xy=v.source_xy[a0:a1],
-                                                  source_z=v.source_z[a0:a1]),
-                                 sdd=vm.sdd[a0:a1], center_col=vm.center_col[a0:a1],
-                                 center_row=vm.center_row[a0:a1])
-            return dataclasses.replace(self, geometry=self.geometry[a0:a1], slice_weights=sw,
-                                       vertical=vm)
+            geo = self.geometry[a0:a1]
+            vm = None if self.vertical is None else geo.vertical_modules()
+            return dataclasses.replace(self, geometry=geo, slice_weights=sw, vertical=vm)
         v = self.views
         views = v._replace(col_dir=v.col_dir[a0:a1], source_xy=v.source_xy[a0:a1],
                            source_z=v.source_z[a0:a1])

@@ -38,12 +38,10 @@ from numba import prange
 
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
-from .axial_slice import backproject_slice, slice_mode
 from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2, add_direct2,
-                      gather_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, fov_ix_range,
-                      inverse_rho2, prefix_sum, squared_heights, two_tap, voxel_stretch,
-                      weighted_increments)
+                      gather_direct2, inverse_rho2, prefix_sum, squared_heights, two_tap,
+                      voxel_stretch, weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -305,20 +303,14 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
 
     G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32; f : (nz, ny, nx)
     float32, overwritten. Other arguments as for :func:`project`. One row of voxel
-    columns per thread (blocks of rows in the single-slice parallel case).
+    columns per thread (single-slice parallel beams:
+    :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
     FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
     view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
     (magnified rows only, i.e. cone beams).
     """
     nz, ny, nx = f.shape
     nrows = G.shape[2] - 1
-    slice_ok, ks, js = slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0,
-                                   voxel_height, pixel_height, center_row, voxel_width,
-                                   pixel_width)
-    if slice_ok:
-        backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
-                           center_col, fov_r2)
-        return
     for iy in prange(ny):
         # One row of voxel columns, (x, z) so a column's voxels are contiguous.
         slab = np.empty((nx, nz), dtype=np.float64)

@@ -30,20 +30,31 @@ def _axial_form(plan):
             np.full(n, float(d.center_row)), plan.fov_r2, False)
 
 
+def uses_axial_kernels(plan) -> bool:
+    """Whether the plan runs on the axial kernels (whose back-projector reads the
+    :func:`row_cumsums` of the projections) rather than the general modular ones."""
+    return not (plan.modular and plan.vertical is None)
+
+
+def _single_slice(plan, views, center_row, num_rows):
+    """(ok, ks, js) of :func:`leap.kernels.cpu.axial_slice.slice_mode` for the plan."""
+    v, s = plan.volume, plan.scalars()
+    return axial_slice.slice_mode(views.col_dir, views.source_z, views.column_model,
+                                  views.magnify_z, v.num_z, num_rows, s.z0, s.voxel_height,
+                                  s.pixel_height, center_row, s.voxel_width, s.pixel_width)
+
+
 def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
     """g (num_angles, num_rows, num_cols) ← P f, f (num_z, num_y, num_x)."""
     v, s = plan.volume, plan.scalars()
-    if plan.modular and plan.vertical is None:
+    if not uses_axial_kernels(plan):
         geo = plan.geometry
         modular.project(f, g, geo.source_positions, geo.module_centers, geo.row_vectors,
                         geo.col_vectors, v.x0, v.y0, v.z0, v.voxel_width, v.voxel_height,
                         s.pixel_width, s.pixel_height)
         return g
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
-    ok, ks, js = axial_slice.slice_mode(views.col_dir, views.source_z, views.column_model,
-                                        views.magnify_z, v.num_z, g.shape[1], s.z0,
-                                        s.voxel_height, s.pixel_height, center_row,
-                                        s.voxel_width, s.pixel_width)
+    ok, ks, js = _single_slice(plan, views, center_row, g.shape[1])
     if ok:
         axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
@@ -55,12 +66,6 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
                   center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch)
     return g
-
-
-def reads_row_cumsums(plan) -> bool:
-    """Whether the plan's back-projector reads row-cumulative sums of the projections
-    (:func:`row_cumsums`) rather than the projections (the general modular kernel)."""
-    return not (plan.modular and plan.vertical is None)
 
 
 def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -83,7 +88,7 @@ def row_cumsums_shape(plan) -> tuple[int, int, int]:
 def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
     """f (num_z, num_y, num_x) ← Pᵀ g (with FBP's weights when the plan has them)."""
     v, s = plan.volume, plan.scalars()
-    if not reads_row_cumsums(plan):
+    if not uses_axial_kernels(plan):
         geo = plan.geometry
         modular.backproject(g, f, geo.source_positions, geo.module_centers, geo.row_vectors,
                             geo.col_vectors, v.x0, v.y0, v.z0, v.voxel_width, v.voxel_height,
@@ -93,9 +98,14 @@ def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 def backproject_row_cumsums(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """f ← Pᵀ g from G = :func:`row_cumsums` (g) (plans that :func:`reads_row_cumsums`)."""
+    """f ← Pᵀ g from G = :func:`row_cumsums` (g) (plans that :func:`uses_axial_kernels`)."""
     s = plan.scalars()
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
+    ok, ks, js = _single_slice(plan, views, center_row, G.shape[2] - 1)
+    if ok:
+        axial_slice.backproject_slice(G, f, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
+                                      s.pixel_width, center_col, fov_r2)
+        return f
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
     axial.backproject(G, f, views.col_dir,
                       views.source_xy, views.source_z, sdd, views.sod,
