@@ -19,8 +19,12 @@ modular        the cone scan converted to modular form (per-view vectors; vertic
                modules, so the CPU runs the axial kernels on the modular model).
 =============  =====================================================================
 
-Each call is run once to compile and warm caches, then timed ``--repeats`` times (best
-reported), with the rate of voxel-view updates (num_voxels × num_views / time) and the
+Each call is run once to compile and warm caches. The two sizes of a problem are then
+timed in alternation (small, large, small, large, ... ``--repeats`` times each, and the
+small one at least until it has run for a second), so that both see the same machine:
+on shared machines the speed drifts by ±25 % over minutes, which would otherwise land
+in the growth column. The best time of each is reported, with the rate of voxel-view
+updates (num_voxels × num_views / time), the growth from the small size (``×``) and the
 peak extra memory of the call: the largest rise of this process's resident memory above
 its level before the call, sampled every millisecond (inputs and outputs are allocated
 beforehand, so it is the call's own temporaries).
@@ -31,6 +35,7 @@ import argparse
 import ctypes
 import threading
 import time
+from functools import partial
 
 import numpy as np
 
@@ -101,16 +106,9 @@ def _release_free_memory():
         pass
 
 
-def timed(fn, repeats):
-    """(best seconds, peak extra MiB) of ``fn`` after one warm-up call: ``repeats`` timed
-    calls, then one more with the memory sampler (which would otherwise compete with
-    the kernels' threads for the cores)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+def peak_extra_mib(fn):
+    """Peak extra resident memory of one call of ``fn``, MiB (sampled every millisecond
+    by a thread, so timed calls run without it competing for the cores)."""
     _release_free_memory()
     base = _rss()
     peak = [base]
@@ -126,7 +124,28 @@ def timed(fn, repeats):
     fn()
     stop.set()
     th.join()
-    return best, (peak[0] - base) / 2 ** 20
+    return (peak[0] - base) / 2 ** 20
+
+
+def best_times(fns, repeats, min_seconds=1.0):
+    """Best wall time of each of ``fns`` after one warm-up call each, the calls taken in
+    alternation: ``repeats`` rounds, and more while the first (the cheapest) has run for
+    less than ``min_seconds`` in all."""
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
+    spent = 0.0
+    rounds = 0
+    while rounds < repeats or spent < min_seconds:
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t
+            best[i] = min(best[i], dt)
+            if i == 0:
+                spent += dt
+        rounds += 1
+    return best
 
 
 def main():
@@ -140,21 +159,23 @@ def main():
           f"{'extra MiB':>11}{'data MiB':>10}")
     for name in args.problems:
         sizes = PROBLEMS[name][:1] if args.small_only else PROBLEMS[name]
-        previous = {}
+        cases = []
         for n in sizes:
             geo, vol = problem(name, n)
             f = rng.random(vol.shape, dtype=np.float32)
             g = rng.random(geo.projection_shape, dtype=np.float32)
             fout = np.empty(vol.shape, dtype=np.float32)
             gout = np.empty(geo.projection_shape, dtype=np.float32)
-            updates = vol.num_x * vol.num_y * vol.num_z * geo.num_angles
-            data_mib = max(f.nbytes, g.nbytes) / 2 ** 20
-            for op, fn in (("project", lambda: leap.project(geo, vol, f, out=gout)),
-                           ("backproject", lambda: leap.backproject(geo, vol, g, out=fout)),
-                           ("fbp", lambda: fbp(geo, vol, g, out=fout))):
-                t, extra = timed(fn, args.repeats)
-                growth = f"{t / previous[op]:6.2f}" if op in previous else f"{'':6s}"
-                previous[op] = t
+            calls = {"project": partial(leap.project, geo, vol, f, out=gout),
+                     "backproject": partial(leap.backproject, geo, vol, g, out=fout),
+                     "fbp": partial(fbp, geo, vol, g, out=fout)}
+            cases.append((n, vol.num_x * vol.num_y * vol.num_z * geo.num_angles,
+                           max(f.nbytes, g.nbytes) / 2 ** 20, calls))
+        for op in ("project", "backproject", "fbp"):
+            times = best_times([c[3][op] for c in cases], args.repeats)
+            for (n, updates, data_mib, calls), t in zip(cases, times):
+                growth = f"{t / times[0]:6.2f}" if n != cases[0][0] else f"{'':6s}"
+                extra = peak_extra_mib(calls[op])
                 print(f"{name:<12}{n:>5} {op:<12}{t:9.3f}{updates / t / 1e9:8.3f}{growth}"
                       f"{extra:11.1f}{data_mib:10.1f}", flush=True)
 

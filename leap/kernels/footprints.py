@@ -80,8 +80,13 @@ def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
     else:
         dlat = half * cy
         ddep = half * ry
-    u0 = (lateral - dlat) / (depth - ddep)
-    u1 = (lateral + dlat) / (depth + ddep)
+    # Both end points' ratios with one division (the kernels call this per voxel
+    # column and view, and divisions are their slowest scalar operations).
+    d0 = depth - ddep
+    d1 = depth + ddep
+    r = 1.0 / (d0 * d1)
+    u0 = (lateral - dlat) * d1 * r
+    u1 = (lateral + dlat) * d0 * r
     rho = math.sqrt(dx * dx + dy * dy)
     if model == CURVED:
         scale = 1.0 / math.atan(pixel_width / sdd)
@@ -233,19 +238,22 @@ def modular_footprint(px, py, pz, sx, sy, sz, su, sv, n0, n1, n2, dn,
 
 
 def row_mapping(z0, voxel_height, source_z, dist, sdd, magnify_z, pixel_height, center_row):
-    """Axial family: row coordinate A of the bottom edge of voxel 0 of a column and the
-    row step B per voxel (the column's voxel k covers rows ``[A + kB, A + (k+1)B]``).
+    """Axial family: row coordinate A of the bottom edge of voxel 0 of a column, the
+    row step B per voxel (the column's voxel k covers rows ``[A + kB, A + (k+1)B]``)
+    and 1/B.
 
     ``dist`` is the magnifying distance from :func:`axial_column_footprint`; without
-    magnification (parallel and fan beams) rows are z itself.
+    magnification (parallel and fan beams) rows are z itself. Magnified, this is one
+    division per call (the kernels call it per voxel column and view): the ratio
+    ``pixel_height / (voxel_height · sdd)`` does not depend on the column, and the
+    compiler hoists it.
     """
     if magnify_z:
-        mag = sdd / dist
-    else:
-        mag = 1.0
-    A = (z0 - 0.5 * voxel_height - source_z) * mag / pixel_height + center_row
-    B = voxel_height * mag / pixel_height
-    return A, B
+        m = sdd / (dist * pixel_height)
+        A = (z0 - 0.5 * voxel_height - source_z) * m + center_row
+        return A, voxel_height * m, dist * (pixel_height / (voxel_height * sdd))
+    A = (z0 - 0.5 * voxel_height - source_z) / pixel_height + center_row
+    return A, voxel_height / pixel_height, pixel_height / voxel_height
 
 
 def direct_shift(magnify_z, A, B):

@@ -69,7 +69,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
     if stretch:
         squared_heights(z0, voxel_height, zs, D2)
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
-    A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height, center_row)
+    A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
+                              center_row)
     direct, shift = direct_shift(magnify_z, A, B)
     # Direct rows: slices k0 <= k < k1 land on rows k + shift of the detector.
     k0 = max(0, -shift)
@@ -107,8 +108,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                                     acc[i + GUARD_LO])
                 continue
             if magnify_z:
-                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
-                                    pixel_height, center_row)
+                A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
+                                          pixel_height, center_row)
             fj0 = max(0.0, np.floor(A + 0.5))
             fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5))
             if fj0 > fj1:
@@ -117,7 +118,6 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
             j1 = int(fj1)
             # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
             # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
-            inv_b = 1.0 / B
             if weighted:
                 weighted_increments(cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2, W)
                 prefix_sum(W, nz, cumw)
@@ -218,7 +218,8 @@ def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sd
             squared_heights(z0, voxel_height, zs, D2)
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height, crow)
+        A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height,
+                                  crow)
         direct, shift = direct_shift(magnify_z, A, B)
         k0 = max(0, -shift)
         k1 = min(nz, nrows - shift)
@@ -253,12 +254,11 @@ def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sd
                                        0.0, col)
                 continue
             if magnify_z:
-                A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a, magnify_z,
-                                    pixel_height, crow)
+                A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a, magnify_z,
+                                          pixel_height, crow)
             # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
             # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
             # sums are constant, so only boundaries in between contribute differences.
-            inv_b = 1.0 / B
             fk0 = max(np.floor((-0.5 - A) * inv_b), 0.0)
             fk1 = min(np.ceil((nrows - 0.5 - A) * inv_b), float(nz))
             if fk0 >= fk1:

@@ -42,8 +42,8 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
         return False, 0, 0
     shift0 = 0
     for a in range(col_dir.shape[0]):
-        A, B = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
-                            center_row[a])
+        A, B, _ = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
+                              center_row[a])
         direct, shift = direct_shift(False, A, B)
         if not direct or (a > 0 and shift != shift0):
             return False, 0, 0

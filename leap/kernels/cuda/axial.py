@@ -221,8 +221,8 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
                 continue
             if dist_sod > 0.0:
                 weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-            A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z, pixel_height,
-                                center_row)
+            A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
+                                      pixel_height, center_row)
             # Rows the column covers, ∩ this thread's rows: row j gets
             # B·(E(j + 1) − E(j)), E(t) the cumulative integral at row edge t − ½.
             t0 = max(float(js), math.floor(A + 0.5))
@@ -231,7 +231,6 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
                 continue
             j0 = int(t0)
             j1 = int(t1)
-            inv_b = 1.0 / B
             o = -(A + 0.5) * inv_b
             cum = S[iy, ix, :]
             wB = w * weight * B
@@ -293,8 +292,8 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
         i0, i1 = column_range(c_lo, c_hi, ncols)
         if i0 > i1:
             continue
-        A, B = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
-                            center_row)
+        A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
+                                  center_row)
         direct, shift = direct_shift(magnify_z, A, B)
         if direct:
             k0 = max(ks, -shift)
@@ -308,9 +307,8 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
                     acc[k - ks] += w * (float64(G[a, j + 1, i]) - float64(G[a, j, i]))
             continue
         if magnify_z:
-            A, B = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z, pixel_height,
-                                center_row)
-        inv_b = 1.0 / B
+            A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
+                                      pixel_height, center_row)
         kb0 = int(max(math.floor(max((-0.5 - A) * inv_b, -1.0)), float(ks)))
         kb1 = int(min(math.ceil(min((nrows - 0.5 - A) * inv_b, nz + 1.0)), float(ke)))
         if kb0 >= kb1:
