@@ -40,8 +40,8 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, d
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2, add_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, fov_ix_range,
-                      gather_direct2, inverse_rho2, prefix_sum, squared_heights, two_tap,
-                      voxel_stretch, weighted_increments)
+                      gather_direct2, inverse_rho2, prefix_sum, scratch_vectors,
+                      squared_heights, two_tap, voxel_stretch, weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -168,10 +168,7 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     for a in prange(na):
         # One view's pixels, (column, row) so a voxel column's rows are contiguous.
         acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
-        E = np.empty(nrows + 1, dtype=np.float64)
-        cumw = np.empty(nz + 1, dtype=np.float64)
-        W = np.empty(nz, dtype=np.float64)
-        D2 = np.empty(nz, dtype=np.float64)
+        E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
                       source_xy[a, 1], source_z[a], sdd[a], sod, pitch, model, magnify_z,
@@ -314,10 +311,7 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
     for iy in prange(ny):
         # One row of voxel columns, (x, z) so a column's voxels are contiguous.
         slab = np.empty((nx, nz), dtype=np.float64)
-        E = np.empty(nz + 1, dtype=np.float64)
-        Gc = np.empty(nrows + 1, dtype=np.float64)
-        W = np.empty(nz, dtype=np.float64)
-        D2 = np.empty(nz, dtype=np.float64)
+        E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
         _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sdd, sod, pitch,
                          model, magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
                          pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
