@@ -64,17 +64,17 @@ def volume_z_cumsum(f):
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
-def projection_row_cumsum(g, row_factor):
-    """Row-cumulative sums of weighted projections, with zero guard columns.
+def projection_row_cumsum(g, row_factor, G):
+    """Row-cumulative sums of weighted projections, with zero guard columns, into G.
 
     ``G[a, i + GUARD_LO, j] = Σ_{j' < j} g[a, j', i]·w[j']``; columns ``0 .. GUARD_LO-1``
     and the last ``GUARD_HI`` are zero (pixels off the detector).
 
-    g : (na, nrows, ncols) float32; row_factor : (nrows,) float64.
-    Returns G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32, summed in float64.
+    g : (na, nrows, ncols) float32; row_factor : (nrows,) float64;
+    G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32, overwritten (summed in
+    float64).
     """
     na, nrows, ncols = g.shape
-    G = np.empty((na, GUARD_LO + ncols + GUARD_HI, nrows + 1), dtype=np.float32)
     for a in prange(na):
         G[a, :GUARD_LO, :] = 0.0
         G[a, GUARD_LO + ncols:, :] = 0.0
@@ -87,10 +87,6 @@ def projection_row_cumsum(g, row_factor):
                 run[i] += g[a, j, i] * w
                 G[a, GUARD_LO + i, j + 1] = run[i]
     return G
-
-
-
-
 
 
 @numba.njit(**INLINE)

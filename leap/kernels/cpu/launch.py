@@ -72,11 +72,10 @@ def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarra
     """What the axial back-projector reads: the row-cumulative sums of g (a block of
     views or all) times the plan's row factor, (n, num_cols + 3, num_rows + 1) float32
     (:func:`leap.kernels.cpu.columns.projection_row_cumsum`); written into ``out`` if given."""
-    G = columns.projection_row_cumsum(g, plan.row_factor)
+    na, nr, nc = g.shape
     if out is None:
-        return G
-    out[...] = G
-    return out
+        out = np.empty((na, columns.GUARD_LO + nc + columns.GUARD_HI, nr + 1), dtype=np.float32)
+    return columns.projection_row_cumsum(g, plan.row_factor, out)
 
 
 def row_cumsums_shape(plan) -> tuple[int, int, int]:
