@@ -18,13 +18,11 @@ isocentre, mm), ``H = Re(FFT(h))``. Its kernels are 2π times the textbook ones;
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
-import os
-
+import numba
 import numpy as np
 import scipy.fft
-
-_WORKERS = os.cpu_count() or 1
 
 #: Windows leap adds on top of LEAP's family, as functions of ω/π ∈ [0, 1].
 WINDOWS = {
@@ -159,29 +157,57 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     each end with the edge value instead of zeros, so truncated rows do not ring.
     ``transpose`` applies the transpose of that linear map instead (the kernel is even,
     so only the edge extension changes: padded samples fold back onto the edges).
+
+    The FFTs run in g's precision: float32 projections are filtered with single-precision
+    transforms, as LEAP's GPU filter (cuFFT R2C/C2R) does; they take half the time and
+    memory traffic of double ones and differ from them by float32 rounding (relative
+    error ~1e-7·log2 N).
     """
+    if not g.flags.c_contiguous:
+        raise ValueError("filter_rows filters in place and needs a C-contiguous array; "
+                         f"got strides {g.strides} for shape {g.shape}")
     num_cols = g.shape[-1]
     n = 2 * (H.size - 1)
     ne = min(n - num_cols - 1, 100) if extrapolate else 0
+    real = np.float32 if g.dtype == np.float32 else np.float64
+    H = np.asarray(H, dtype=real)
     rows = g.reshape(-1, num_cols)
-    # Blocks of rows bound the temporaries (padded rows, spectra) to about 6 MB, so
-    # filtering adds little to the projections' own memory.
-    step = max(1, (1 << 18) // n)
-    for start in range(0, rows.shape[0], step):
+    # Blocks of about 1 MB of padded rows: each block's temporaries (padded rows,
+    # spectra) stay in cache, and the blocks are filtered on parallel threads (one
+    # single-threaded FFT per block: about 1.5x faster here than the FFT library
+    # splitting each transform over threads, as the weighting and copies run in
+    # parallel too).
+    step = max(1, (1 << 20) // (n * np.dtype(real).itemsize))
+    starts = range(0, rows.shape[0], step)
+
+    def filter_block(start):
         block = rows[start:start + step]
-        pad = np.zeros((block.shape[0], n), dtype=np.float64)
-        pad[:, :num_cols] = block
         if ne > 0 and not transpose:
+            pad = np.zeros((block.shape[0], n), dtype=real)
+            pad[:, :num_cols] = block
             pad[:, num_cols:num_cols + ne] = block[:, -1:]
             pad[:, n - ne:] = block[:, :1]
-        spec = scipy.fft.rfft(pad, axis=1, workers=_WORKERS)
+        else:
+            pad = block.astype(real, copy=False)
+        # rfft zero-pads to n itself.
+        spec = scipy.fft.rfft(pad, n=n, axis=1)
         spec *= H
-        out = scipy.fft.irfft(spec, n=n, axis=1, workers=_WORKERS)
+        out = scipy.fft.irfft(spec, n=n, axis=1, overwrite_x=True)
         if ne > 0 and transpose:
             # Where the two extensions overlap the leading-edge one was written last.
             out[:, num_cols - 1] += out[:, num_cols:min(num_cols + ne, n - ne)].sum(axis=1)
             out[:, 0] += out[:, n - ne:].sum(axis=1)
         block[:] = out[:, :num_cols]
+
+    threads = min(numba.get_num_threads(), len(starts))
+    if threads <= 1:
+        for start in starts:
+            filter_block(start)
+        return
+    # A pool per call: a long-lived one would be left without threads in a forked child.
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(filter_block, starts):
+            pass
 
 
 def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -> np.ndarray:

@@ -46,3 +46,34 @@ def test_huge_lowpass_gives_a_well_defined_fbp():
     for bad in (float("nan"), -1.0, float("inf")):
         with pytest.raises(ValueError, match="lowpass"):
             ramp_response(16, 1.0, lowpass=bad)
+
+
+def _direct_linear_convolution(x, H):
+    """Rows of x convolved with the response's spatial kernel, zero padded to N: the
+    definition filter_rows implements, in float64 without FFTs."""
+    n = 2 * (H.size - 1)
+    h = np.fft.irfft(H, n=n)
+    nc = x.shape[-1]
+    # y[i] = Σ_m x[m] h[(i − m) mod N]; padded samples are zero.
+    idx = (np.arange(nc)[:, None] - np.arange(nc)[None, :]) % n
+    return x.astype(np.float64) @ h[idx].T
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-6), (np.float64, 1e-12)])
+def test_filter_rows_is_the_linear_convolution_in_the_arrays_precision(dtype, rtol):
+    """float32 rows are filtered with single-precision FFTs (LEAP's GPU filter does the
+    same), float64 rows in double; both, in blocks over threads, give the convolution."""
+    rng = np.random.default_rng(3)
+    H = ramp_response(37, 0.7, 2, lowpass=3.0)
+    x = rng.standard_normal((5, 700, 37)).astype(dtype)   # several blocks of rows
+    expected = _direct_linear_convolution(x.reshape(-1, 37), H).reshape(x.shape)
+    y = x.copy()
+    filters.filter_rows(y, H)
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, expected, rtol=0, atol=rtol * np.abs(expected).max())
+
+
+def test_filter_rows_rejects_arrays_it_cannot_filter_in_place():
+    x = np.zeros((4, 6, 10), dtype=np.float32)[:, :, ::2]
+    with pytest.raises(ValueError, match="C-contiguous"):
+        filters.filter_rows(x, ramp_response(5, 1.0))

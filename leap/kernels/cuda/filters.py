@@ -7,7 +7,8 @@ stream, in row blocks that bound the temporary spectra; without CuPy (or under t
 Numba simulator) a Numba kernel applies the same circular convolution directly with
 the spatial kernel ``h = irfft(H)`` (O(N) per sample instead of O(log N), still fast
 enough on a GPU for detector rows of a few thousand pixels). Both compute the CPU's
-linear map in float64, so results agree to float32 rounding.
+linear map in float64 (the CPU filters float32 rows with single-precision FFTs), so
+results agree to float32 rounding.
 """
 from __future__ import annotations
 
