@@ -22,15 +22,17 @@ voxel column at a time.
 
 Parallelisation never lets two threads write one element: the projector runs one
 view per thread (accumulating into a private one-view buffer), the back-projector one
-row of voxel columns per thread (accumulating into a private one-row buffer, looping
-over views outside the voxel loop so per-view constants are computed once per row;
-blocks of ROW_BLOCK rows in the single-slice case).
+square tile of voxel columns per thread (accumulating into a private tile buffer that
+stays in L2, looping over views outside the voxel loop so per-view constants are
+computed once per tile; blocks of ROW_BLOCK rows in the single-slice case).
 
 Both kernels call the same inlined footprint functions on the same inputs (x, y, view
 constants), so they weight every (voxel, pixel) pair identically: exact transposes.
 
 """
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -178,28 +180,56 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
                       cumw, W, D2)
 
 
-@numba.njit(**FAST_JIT)
-def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sdd, sod, pitch,
-                     model, magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
-                     pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
-                     stretch):
-    """Back-project all views into one row of voxel columns: ``slab`` (nx, nz) float64.
+#: Voxels (float64 accumulators) per back-projection tile: 512 KiB, so that a tile's
+#: accumulators stay in a core's L2 cache while all views are added to them.
+TILE_VOXELS = 1 << 16
 
-    Views are the outer loop so per-view constants are computed once per row.
+
+@numba.njit(**FAST_JIT)
+def tile_edge(nz, ny, nx, threads):
+    """Edge (voxel columns) of the square tiles the back-projector works on: the largest
+    with ``edge² · nz <= TILE_VOXELS`` and at least four tiles per thread (so that
+    threads finish together), between 2 and 64."""
+    cache = math.sqrt(TILE_VOXELS / max(nz, 1))
+    balance = math.sqrt(ny * nx / (4.0 * max(threads, 1)))
+    return max(2, min(64, int(min(cache, balance))))
+
+
+@numba.njit(**FAST_JIT)
+def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
+                      sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
+                      voxel_height, pixel_width, pixel_height, center_col, center_row,
+                      dist_sod, slice_w, stretch):
+    """Back-project all views into a tile of voxel columns: ``slab`` (ty, tx, nz) float64
+    holds rows ``iy0 .. iy0 + ty`` and columns ``ix0 .. ix0 + tx`` of the volume (nx
+    columns wide).
+
+    Views are the outer loop, so per-view constants are computed once per tile, and
+    each view's cumulative sums are read only in the few detector columns the tile
+    covers (a whole row of voxel columns reads nearly all of them, for every row: at
+    256³ the whole of G streamed from memory 256 times).
     E : (nz + 1,), Gc : (nrows + 1,), W and D2 : (nz,) float64 scratch. ``stretch`` weights
-    voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). ``dist_sod > 0`` multiplies each view's weight by
-    ``fbp_distance_weight`` (fan-beam and cone-parallel FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel
-    k's contribution from view a by ``slice_w[a, k]`` (helical FBP, magnified rows).
+    voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). ``dist_sod > 0``
+    multiplies each view's weight by ``fbp_distance_weight`` (fan-beam and cone-parallel
+    FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel k's contribution from view a
+    by ``slice_w[a, k]`` (helical FBP, magnified rows).
     """
     weighted = slice_w.shape[0] > 0 or stretch
-    nx, nz = slab.shape
+    ty, tx, nz = slab.shape
     na, L, nrows1 = G.shape
     ncols = L - GUARD_LO - GUARD_HI
     nrows = nrows1 - 1
-    slab[:, :] = 0.0
-    y = y0 + iy * voxel_width
-    lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
-    if lo >= hi:
+    slab[:, :, :] = 0.0
+    # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
+    lo = np.empty(ty, dtype=np.intp)
+    hi = np.empty(ty, dtype=np.intp)
+    inside = False
+    for r in range(ty):
+        l, h = fov_ix_range(y0 + (iy0 + r) * voxel_width, x0, voxel_width, nx, fov_r2)
+        lo[r] = max(l, ix0)
+        hi[r] = min(h, ix0 + tx)
+        inside = inside or lo[r] < hi[r]
+    if not inside:
         return
     for a in range(na):
         cx = col_dir[a, 0]
@@ -223,99 +253,110 @@ def _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sd
         if direct and k0 >= k1:
             continue
         Ga = G[a]
-        for ix in range(lo, hi):
-            x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist, dz = axial_footprint(
-                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod, pitch,
-                voxel_width, pixel_width, ccol)
-            if dist <= 0.0:
-                continue
-            if dist_sod > 0.0:
-                # FBP's distance weight (fan, cone-parallel).
-                weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-            col = slab[ix]
-            if direct:
+        for r in range(ty):
+            y = y0 + (iy0 + r) * voxel_width
+            for ix in range(lo[r], hi[r]):
+                x = x0 + ix * voxel_width
+                c_lo, c_hi, weight, dist, dz = axial_footprint(
+                    model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
+                    pitch, voxel_width, pixel_width, ccol)
+                if dist <= 0.0:
+                    continue
+                if dist_sod > 0.0:
+                    # FBP's distance weight (fan, cone-parallel).
+                    weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+                col = slab[r, ix - ix0]
+                if direct:
+                    if c_hi - c_lo <= 1.0:
+                        fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+                        w0 = o0 * weight
+                        w1 = o1 * weight
+                        gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0,
+                                       k1, shift, w0, w1, col)
+                    else:
+                        i0, i1 = column_range(c_lo, c_hi, ncols)
+                        for i in range(i0, i1 + 1):
+                            w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
+                            if w == 0.0:
+                                continue
+                            gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift,
+                                           w, 0.0, col)
+                    continue
+                if magnify_z:
+                    A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a,
+                                              magnify_z, pixel_height, crow)
+                # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
+                # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
+                # sums are constant, so only boundaries in between contribute differences.
+                fk0 = max(np.floor((-0.5 - A) * inv_b), 0.0)
+                fk1 = min(np.ceil((nrows - 0.5 - A) * inv_b), float(nz))
+                if fk0 >= fk1:
+                    continue
+                kb0 = int(fk0)
+                kb1 = int(fk1)
+                if stretch:
+                    voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
+                wk = W if stretch else sw
                 if c_hi - c_lo <= 1.0:
                     fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                    w0 = o0 * weight
-                    w1 = o1 * weight
-                    gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0, k1,
-                                   shift, w0, w1, col)
+                    c0 = int(fl) + GUARD_LO
+                    if o1 == 0.0:
+                        cumulative_at(Ga[c0], nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
+                    else:
+                        combine_columns(Ga[c0], Ga[c0 + 1], o0 * weight, o1 * weight, nrows,
+                                        A + 0.5, B, kb0, kb1, Gc)
+                        cumulative_at(Gc, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
+                    if weighted:
+                        add_weighted_differences(E, kb0, kb1, wk, col)
+                    else:
+                        add_differences(E, kb0, kb1, 1.0, col)
                 else:
                     i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
                             continue
-                        gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift, w,
-                                       0.0, col)
-                continue
-            if magnify_z:
-                A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a, magnify_z,
-                                          pixel_height, crow)
-            # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
-            # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
-            # sums are constant, so only boundaries in between contribute differences.
-            fk0 = max(np.floor((-0.5 - A) * inv_b), 0.0)
-            fk1 = min(np.ceil((nrows - 0.5 - A) * inv_b), float(nz))
-            if fk0 >= fk1:
-                continue
-            kb0 = int(fk0)
-            kb1 = int(fk1)
-            if stretch:
-                voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
-            wk = W if stretch else sw
-            if c_hi - c_lo <= 1.0:
-                fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                c0 = int(fl) + GUARD_LO
-                if o1 == 0.0:
-                    cumulative_at(Ga[c0], nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
-                else:
-                    combine_columns(Ga[c0], Ga[c0 + 1], o0 * weight, o1 * weight, nrows,
-                                     A + 0.5, B, kb0, kb1, Gc)
-                    cumulative_at(Gc, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
-                if weighted:
-                    add_weighted_differences(E, kb0, kb1, wk, col)
-                else:
-                    add_differences(E, kb0, kb1, 1.0, col)
-            else:
-                i0, i1 = column_range(c_lo, c_hi, ncols)
-                for i in range(i0, i1 + 1):
-                    w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
-                    if w == 0.0:
-                        continue
-                    cumulative_at(Ga[i + GUARD_LO], nrows, A + 0.5, B, kb0, kb1, w, E)
-                    if weighted:
-                        add_weighted_differences(E, kb0, kb1, wk, col)
-                    else:
-                        add_differences(E, kb0, kb1, 1.0, col)
+                        cumulative_at(Ga[i + GUARD_LO], nrows, A + 0.5, B, kb0, kb1, w, E)
+                        if weighted:
+                            add_weighted_differences(E, kb0, kb1, wk, col)
+                        else:
+                            add_differences(E, kb0, kb1, 1.0, col)
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
 def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
                 x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
-                stretch):
+                stretch, threads):
     """Matched back-projection into f from G = projection_row_cumsum(g).
 
     G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32; f : (nz, ny, nx)
-    float32, overwritten. Other arguments as for :func:`project`. One row of voxel
-    columns per thread (single-slice parallel beams:
-    :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
+    float32, overwritten. Other arguments as for :func:`project`. One square tile of
+    voxel columns (:func:`tile_edge`) per thread at a time (single-slice parallel
+    beams: :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
     FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
     view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
-    (magnified rows only, i.e. cone beams).
+    (magnified rows only, i.e. cone beams). ``threads``: the number of threads the call
+    runs on (sets the tile size, :func:`tile_edge`).
     """
     nz, ny, nx = f.shape
     nrows = G.shape[2] - 1
-    for iy in prange(ny):
-        # One row of voxel columns, (x, z) so a column's voxels are contiguous.
-        slab = np.empty((nx, nz), dtype=np.float64)
+    t = tile_edge(nz, ny, nx, threads)
+    nty = (ny + t - 1) // t
+    ntx = (nx + t - 1) // t
+    for tile in prange(nty * ntx):
+        iy0 = (tile // ntx) * t
+        ix0 = (tile % ntx) * t
+        ty = min(t, ny - iy0)
+        tx = min(t, nx - ix0)
+        # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
+        slab = np.empty((ty, tx, nz), dtype=np.float64)
         E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
-        _backproject_row(G, slab, E, Gc, W, D2, iy, col_dir, source_xy, source_z, sdd, sod, pitch,
-                         model, magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height,
-                         pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
-                         stretch)
+        _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
+                          sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
+                          voxel_height, pixel_width, pixel_height, center_col, center_row,
+                          dist_sod, slice_w, stretch)
         for k in range(nz):
-            for ix in range(nx):
-                f[k, iy, ix] = slab[ix, k]
+            for r in range(ty):
+                for c in range(tx):
+                    f[k, iy0 + r, ix0 + c] = slab[r, c, k]

@@ -11,6 +11,7 @@ general modular kernels.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from . import axial, axial_slice, columns, modular
@@ -110,5 +111,6 @@ def backproject_row_cumsums(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
                       views.source_xy, views.source_z, sdd, views.sod,
                       views.helical_pitch, views.column_model, views.magnify_z, fov_r2,
                       s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
-                      s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch)
+                      s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch,
+                      numba.get_num_threads())
     return f
