@@ -43,7 +43,7 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, d
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, fov_ix_range,
                       gather_direct2, inverse_rho2, prefix_sum, scratch_vectors,
-                      squared_heights, two_tap, voxel_stretch, weighted_increments)
+                      squared_heights, three_tap, two_tap, voxel_stretch, weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -354,14 +354,16 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                 if stretch:
                     voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
                 wk = W if stretch else sw
-                if c_hi - c_lo <= 1.0:
-                    fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+                if c_hi - c_lo <= 2.0:
+                    # Two or three taps (three_tap is two_tap up to one pixel).
+                    fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
                     c0 = int(fl) + GUARD_LO
                     if o1 == 0.0:
                         cumulative_at(Ga[c0], nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
                     else:
-                        combine_columns(Ga[c0], Ga[c0 + 1], o0 * weight, o1 * weight, nrows,
-                                        A + 0.5, B, kb0, kb1, Gc)
+                        combine_columns(Ga[c0], Ga[c0 + 1], Ga[c0 + 2], o0 * weight,
+                                        o1 * weight, o2 * weight, nrows, A + 0.5, B, kb0, kb1,
+                                        Gc)
                         cumulative_at(Gc, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
                     if weighted:
                         add_weighted_differences(E, kb0, kb1, wk, col)
