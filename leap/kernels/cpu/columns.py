@@ -377,9 +377,9 @@ def three_tap(c_lo, c_hi, ncols):
 
     Divergent beams magnify a voxel's footprint: with voxels half a pixel wide at
     magnification 2 about one pixel, and more for the columns nearest the source (13 %
-    of the fan benchmark's column-views). Three taps handle those in one pass over the
-    column, where a loop over pixels took one pass per pixel (and, in the cone
-    back-projector, one interpolation per pixel).
+    of the fan benchmark's column-views). The cone back-projector combines the three
+    columns and interpolates once, where a loop over pixels interpolated once per pixel
+    (the other kernels keep that loop: a three-tap branch there made them slower).
     """
     fl = np.floor(c_lo + 0.5)
     fl = min(max(fl, -1.0), float(ncols))

@@ -71,11 +71,11 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """What the axial back-projector reads: the row-cumulative sums of g (a block of
-    views or all) times the plan's row factor, (n, num_cols + 3, num_rows + 1) float32
-    (:func:`leap.kernels.cpu.columns.projection_row_cumsum`); written into ``out`` if given."""
-    na, nr, nc = g.shape
+    views or all) times the plan's row factor, ``(n,) + row_cumsums_shape(plan)[1:]``
+    float32 (:func:`leap.kernels.cpu.columns.projection_row_cumsum`); written into ``out``
+    if given."""
     if out is None:
-        out = np.empty((na, columns.GUARD_LO + nc + columns.GUARD_HI, nr + 1), dtype=np.float32)
+        out = np.empty((g.shape[0],) + row_cumsums_shape(plan)[1:], dtype=np.float32)
     return columns.projection_row_cumsum(g, plan.row_factor, out)
 
 
