@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from .algorithms._array import array_namespace, vdot
+from .algorithms._common import check_count
 from .geometry._checks import integer as _integer
 
 __all__ = ["huber", "huber_derivative", "huber_curvature", "tv_cost", "tv_gradient",
@@ -53,13 +54,6 @@ _DELTA_MIN = 1.0e-8
 
 
 # ------------------------------------------------------------------ potential
-
-def _count(name, n) -> int:
-    """``n`` as an int ≥ 0 (an iteration count), or a clear TypeError/ValueError."""
-    n = _integer(name, n)
-    if n < 0:
-        raise ValueError(f"{name} must be >= 0, got {n}")
-    return n
 
 def _check_p(p):
     p = float(p)
@@ -248,7 +242,7 @@ def tv_diffuse(f, delta, num_iter, p=1.2, *, neighbors=26, out=None):
     x = xp.array(f, dtype=f.dtype, copy=True) if out is None else out
     if out is not None and out is not f:
         out[...] = f
-    for _ in range(_count("num_iter", num_iter)):
+    for _ in range(check_count("num_iter", num_iter)):
         d = tv_gradient(x, delta, 1.0, p, neighbors=neighbors)
         num = vdot(d, d)
         denom = tv_quad_form(x, d, delta, 1.0, p, neighbors=neighbors)
@@ -276,7 +270,7 @@ def tv_denoise(f, delta, beta, num_iter, p=1.2, *, neighbors=26, mean_over_first
     x = f0.copy() if out is None else out
     if out is not None and out is not f:
         out[...] = f
-    for _ in range(_count("num_iter", num_iter)):
+    for _ in range(check_count("num_iter", num_iter)):
         d = tv_gradient(x, delta, beta, p, neighbors=neighbors)
         if mean_over_first_dim and d.ndim == 3:
             d[...] = xp.mean(d, axis=0, keepdims=True)
@@ -519,7 +513,7 @@ def guided(f, r, epsilon, num_iter=1, *, out=None):
         raise ValueError(f"the guided filter's radius must be >= 1, got {r}")
     x = _as3d(f).astype(xp.float32, copy=True)
     size = tuple(2 * r + 1 if n > 1 else 1 for n in x.shape)
-    for _ in range(_count("num_iter", num_iter)):
+    for _ in range(check_count("num_iter", num_iter)):
         mean = nd.uniform_filter(x, size=size, mode="nearest")
         var = nd.uniform_filter(x * x, size=size, mode="nearest") - mean * mean
         a = var / (var + float(epsilon))

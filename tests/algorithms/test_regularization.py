@@ -375,3 +375,17 @@ def test_leapctype_exports_filter_sequence():
     for n in names:
         assert n in ns, n
     assert hasattr(ns["tomographicModels"], "RWLS")
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: R.tv_denoise(f, 0.05, 0.1, 2.0),
+    lambda f: R.tv_diffuse(f, 0.05, 3.0),
+    lambda f: tomographicModels().TV_denoise(f, 0.05, 0.1, 2.0),
+], ids=["tv_denoise", "tv_diffuse", "facade TV_denoise"])
+def test_iteration_counts_must_be_integers(call):
+    """Iteration counts are checked as the iterative methods check theirs: a float, even an
+    integral one, is a TypeError (TV_denoise took 1e308 as 10^308 steps and never
+    returned)."""
+    f = np.random.default_rng(0).random((3, 4, 5), dtype=np.float32)
+    with pytest.raises(TypeError, match="num_iter must be an integer"):
+        call(f)
