@@ -158,6 +158,55 @@ def parker_weights(geometry) -> np.ndarray | None:
     return np.maximum(w, 1e-8)[:, None, :]
 
 
+def redundancy(n: int, step: float) -> np.ndarray:
+    """How often each of ``n`` views at angles ``k·step`` (radians) is measured: for view
+    k, the sum over the views k' within one step of it modulo 2π of
+    ``1 − |ψ_k' − ψ_k|/|step|`` (the angular distance wrapped to [0, π]). (n,) float64.
+
+    Only neighbours can be within one step, so the views are sorted by angle modulo 2π
+    and each is compared with the few around it: O(n log n) instead of all n² pairs
+    (a 3600-view scan is 13 million pairs). The weights themselves are computed from
+    the unwrapped difference ``(k' − k)·step``, as for all pairs.
+    """
+    a_step = abs(step)
+    k = np.arange(n)
+    two_pi = 2.0 * math.pi
+    if a_step < math.pi:
+        p = np.mod(k * step, two_pi)
+        order = np.argsort(p, kind="stable")
+        ring = p[order]
+        # Three copies of the sorted ring, so windows that wrap past 0 or 2π stay
+        # contiguous; a window is narrower than 2π, so it meets each view at most once.
+        ext_p = np.concatenate([ring - two_pi, ring, ring + two_pi])
+        ext_k = np.concatenate([order, order, order])
+        # A margin beyond one step: rounding of the wrapped angles must not drop a view
+        # that the exact distance below keeps.
+        reach = a_step * (1.0 + 1e-9) + 1e-12
+        lo = np.searchsorted(ext_p, p - reach, side="left")
+        hi = np.searchsorted(ext_p, p + reach, side="right")
+        width = int((hi - lo).max())
+
+        def candidates(a, b):
+            idx = lo[a:b, None] + np.arange(width)
+            return ext_k[np.minimum(idx, ext_k.size - 1)], idx < hi[a:b, None]
+    else:
+        # Steps of half a turn or more: any view may be within one step of any other.
+        width = n
+
+        def candidates(a, b):
+            return np.broadcast_to(k, (b - a, n)), True
+
+    total = np.empty(n)
+    rows = max(1, (1 << 18) // width)  # (rows × width) temporaries of a few MB
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        cand, valid = candidates(a, b)
+        d = (cand - k[a:b, None]) * step
+        off = np.abs(np.arctan2(np.sin(d), np.cos(d)))
+        total[a:b] = np.sum(np.where(valid & (off < a_step), 1.0 - off / a_step, 0.0), axis=1)
+    return total
+
+
 def view_weights(geometry, *, helical: bool = False) -> np.ndarray:
     """Per-view weights (na, 1, 1): non-equispaced step correction and, for scans of
     360° or more (not helical), the redundancy weight (½ for exactly 360°)."""
@@ -173,17 +222,7 @@ def view_weights(geometry, *, helical: bool = False) -> np.ndarray:
         local[1:-1] = 0.5 * (steps[:-1] + steps[1:])
         w *= local / aT
         if not helical and angular_range_degrees(angles) >= FULL_SCAN_DEGREES:
-            # How often each view's rays are measured: the views within one step of
-            # it modulo 2π, linearly weighted. Blocks of views keep the (block × n)
-            # temporaries small for scans of thousands of views.
-            k = np.arange(n)
-            total = np.empty(n)
-            step = max(1, (1 << 18) // n)
-            for a in range(0, n, step):
-                d = (k[None, :] - k[a:a + step, None]) * T
-                off = np.abs(np.arctan2(np.sin(d), np.cos(d)))
-                total[a:a + step] = np.sum(np.where(off < aT, 1.0 - off / aT, 0.0), axis=1)
-            w *= 0.5 / total
+            w *= 0.5 / redundancy(n, T)
     return w[:, None, None]
 
 

@@ -9,7 +9,7 @@ import leap
 from conftest import REFERENCE_CASES, REFERENCE_DIR, rel_l2
 from leap.fbp import fbp, helical_slice_weights
 from leap.filters import fft_length, filter_rows, ramp_response
-from leap.weights import parker_weights
+from leap.weights import parker_weights, redundancy
 from leapctype import tomographicModels
 
 MU = 0.02
@@ -140,6 +140,27 @@ def test_parker_weights_sum_to_one_on_conjugate_rays():
             k0 = int(k)
             w2 = (1 - (k - k0)) * w[k0, 40 - j] + (k - k0) * w[k0 + 1, 40 - j]
             assert w[i, j] + w2 == pytest.approx(1.0, abs=0.02)
+
+
+def _redundancy_all_pairs(n, step):
+    k = np.arange(n)
+    d = (k[None, :] - k[:, None]) * step
+    off = np.abs(np.arctan2(np.sin(d), np.cos(d)))
+    return np.sum(np.where(off < abs(step), 1.0 - off / abs(step), 0.0), axis=1)
+
+
+@pytest.mark.parametrize("n, turns", [(180, 1.0), (181, 1.0), (720, -1.0), (100, 1.005),
+                                      (999, 2.37), (2000, -5.5), (3, 1.2), (2, 1.3),
+                                      (50, 17.3)])
+def test_redundancy_matches_all_pairs(n, turns):
+    """The sorted-neighbour redundancy count is the all-pairs one (1 per view for whole
+    turns, more where a partial turn overlaps), for any step sign, steps of half a turn
+    or more, and windows that wrap past 0 and 2π."""
+    step = 2 * math.pi * turns / n
+    r = redundancy(n, step)
+    np.testing.assert_allclose(r, _redundancy_all_pairs(n, step), rtol=0, atol=1e-12)
+    if n == 180:
+        np.testing.assert_allclose(r, 1.0, atol=1e-12)
 
 
 def test_helical_slice_weights_partition_of_unity():
