@@ -286,18 +286,22 @@ def _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpa
                      truncated_scan):
     """Yield ``(vs, ve, q)``: views vs:ve of g weighted (offset-scan padding into the
     ``n_add`` wider columns of fgeo from column ``first``, pre-weights), ramp filtered
-    and post-weighted, float32, about 4 MB of views at a time."""
+    and post-weighted, float32, about 4 MB of views at a time. Every block is written
+    into one buffer: q is valid until the next block is asked for (a new array per
+    block is fresh memory the kernel must map and zero each time)."""
     factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
     na, nr, nc = g.shape
     step = max(1, (1 << 20) // (nr * (nc + n_add)))
+    buffer = np.empty((min(step, na), nr, nc + n_add), dtype=np.float32)
     for vs in range(0, na, step):
         ve = min(na, vs + step)
+        q = buffer[:ve - vs]
         if n_add:
-            q = np.zeros((ve - vs, nr, nc + n_add), dtype=np.float32)
-            q[:, :, first:first + nc] = (_views_of(w2, vs, ve) * g[vs:ve]).astype(np.float32)
+            q.fill(0.0)
+            q[:, :, first:first + nc] = _views_of(w2, vs, ve) * g[vs:ve]
         else:
-            q = np.array(g[vs:ve], dtype=np.float32, copy=True)
+            np.copyto(q, g[vs:ve], casting="unsafe")
         q *= _pre_weights(factors, vs, ve)
         filter_rows(q, H, extrapolate=truncated_scan)
         if post is not None:

@@ -77,3 +77,48 @@ def test_filter_rows_rejects_arrays_it_cannot_filter_in_place():
     x = np.zeros((4, 6, 10), dtype=np.float32)[:, :, ::2]
     with pytest.raises(ValueError, match="C-contiguous"):
         filters.filter_rows(x, ramp_response(5, 1.0))
+
+
+def _filtered_in_child(x, H, conn):
+    y = x.copy()
+    filters.filter_rows(y, H)
+    conn.send(y)
+    conn.close()
+
+
+def test_filter_rows_shares_its_thread_pool_safely():
+    """filter_rows keeps its worker threads between calls: calls from several threads at
+    once share them, and a forked child (which has none of them) makes its own."""
+    import multiprocessing
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    H = ramp_response(64, 1.0)
+    # 4800 rows of 128 padded samples: three blocks of rows, so the pool is used.
+    xs = [rng.standard_normal((8, 600, 64)).astype(np.float32) for _ in range(4)]
+    expected = []
+    for x in xs:
+        y = x.copy()
+        filters.filter_rows(y, H)   # the parent now holds the pool
+        expected.append(y)
+
+    def run(x):
+        y = x.copy()
+        filters.filter_rows(y, H)
+        return y
+
+    with ThreadPoolExecutor(4) as callers:
+        for y, e in zip(callers.map(run, xs), expected):
+            np.testing.assert_array_equal(y, e)
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_filtered_in_child, args=(xs[0], H, send))
+    child.start()
+    try:
+        assert recv.poll(60), "filter_rows in a forked child did not finish"
+        np.testing.assert_array_equal(recv.recv(), expected[0])
+        child.join(10)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
