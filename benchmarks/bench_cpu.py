@@ -1,6 +1,7 @@
 """CPU benchmarks of the projector, back-projector and FBP for every geometry family.
 
-Run: ``python benchmarks/bench_cpu.py [problem ...] [--small-only] [--repeats N]``
+Run: ``python benchmarks/bench_cpu.py [problem ...] [--small-only] [--repeats N] [--stages]
+[--sizes N N]``
 
 Problems (each at two sizes, the larger with twice the volume edge and detector size and
 the same views, so 8× the voxel-view updates for the 3-D problems and 4× for the 2-D one;
@@ -28,6 +29,15 @@ updates (num_voxels × num_views / time), the growth from the small size (``×``
 peak extra memory of the call: the largest rise of this process's resident memory above
 its level before the call, sampled every millisecond (inputs and outputs are allocated
 beforehand, so it is the call's own temporaries).
+
+``--sizes`` replaces the two volume edges (e.g. ``--sizes 256 512``: the per voxel
+column costs, which grow ×4 per doubled edge, weigh less at larger sizes).
+``--stages`` adds FBP's two stages as the public functions run them, so each one's growth
+shows: ``fbp:filter`` (:func:`leap.fbp.filter_projections`: weighting and ramp
+filtering, a cost in detector pixels × views, ×4 to ×4.5 per doubled edge) and
+``fbp:backproj`` (:func:`leap.fbp.weighted_backproject` of the filtered views: voxels ×
+views). :func:`leap.fbp.fbp` streams the first into the second a block of views at a
+time, without the projection-sized array ``filter_projections`` returns.
 """
 from __future__ import annotations
 
@@ -40,7 +50,7 @@ from functools import partial
 import numpy as np
 
 import leap
-from leap.fbp import fbp
+from leap.fbp import fbp, filter_projections, weighted_backproject
 
 
 def _cone(n, views=180, turns=1.0, curved=False, pitch_fraction=0.0):
@@ -153,12 +163,17 @@ def main():
     ap.add_argument("problems", nargs="*", default=list(PROBLEMS))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--small-only", action="store_true")
+    ap.add_argument("--sizes", type=int, nargs=2, metavar="N",
+                    help="the two volume edges instead of each problem's own")
+    ap.add_argument("--stages", action="store_true",
+                    help="also time FBP's filtering and back-projection stages apart")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     print(f"{'problem':<12}{'size':>5} {'op':<12}{'best s':>9}{'Gupd/s':>8}{'×':>6}"
           f"{'extra MiB':>11}{'data MiB':>10}")
     for name in args.problems:
-        sizes = PROBLEMS[name][:1] if args.small_only else PROBLEMS[name]
+        sizes = tuple(args.sizes) if args.sizes else PROBLEMS[name]
+        sizes = sizes[:1] if args.small_only else sizes
         cases = []
         for n in sizes:
             geo, vol = problem(name, n)
@@ -169,9 +184,13 @@ def main():
             calls = {"project": partial(leap.project, geo, vol, f, out=gout),
                      "backproject": partial(leap.backproject, geo, vol, g, out=fout),
                      "fbp": partial(fbp, geo, vol, g, out=fout)}
+            if args.stages:
+                q, fgeo = filter_projections(geo, vol, g)
+                calls["fbp:filter"] = partial(filter_projections, geo, vol, g)
+                calls["fbp:backproj"] = partial(weighted_backproject, fgeo, vol, q, out=fout)
             cases.append((n, vol.num_x * vol.num_y * vol.num_z * geo.num_angles,
                            max(f.nbytes, g.nbytes) / 2 ** 20, calls))
-        for op in ("project", "backproject", "fbp"):
+        for op in cases[0][3]:
             times = best_times([c[3][op] for c in cases], args.repeats)
             for (n, updates, data_mib, calls), t in zip(cases, times):
                 growth = f"{t / times[0]:6.2f}" if n != cases[0][0] else f"{'':6s}"
