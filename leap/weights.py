@@ -169,6 +169,8 @@ def redundancy(n: int, step: float) -> np.ndarray:
     the unwrapped difference ``(k' − k)·step``, as for all pairs.
     """
     a_step = abs(step)
+    if not (math.isfinite(a_step) and a_step > 0.0):
+        raise ValueError(f"redundancy needs a finite, non-zero angular step; got {step!r}")
     k = np.arange(n)
     two_pi = 2.0 * math.pi
     if a_step < math.pi:

@@ -163,6 +163,12 @@ def test_redundancy_matches_all_pairs(n, turns):
         np.testing.assert_allclose(r, 1.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("step", [0.0, float("nan"), float("inf")])
+def test_redundancy_rejects_steps_without_a_scan(step):
+    with pytest.raises(ValueError, match="angular step"):
+        redundancy(10, step)
+
+
 def test_helical_slice_weights_partition_of_unity():
     det = leap.Detector(num_rows=16, num_cols=32, pixel_height=1.0, pixel_width=1.0)
     n = 1080
