@@ -171,7 +171,9 @@ def redundancy(n: int, step: float) -> np.ndarray:
     a_step = abs(step)
     if not (math.isfinite(a_step) and a_step > 0.0):
         raise ValueError(f"redundancy needs a finite, non-zero angular step; got {step!r}")
-    k = np.arange(n)
+    if int(n) != n or n < 1:
+        raise ValueError(f"redundancy needs a positive whole number of views; got {n!r}")
+    k = np.arange(int(n))
     two_pi = 2.0 * math.pi
     if a_step < math.pi:
         p = np.mod(k * step, two_pi)
@@ -193,15 +195,15 @@ def redundancy(n: int, step: float) -> np.ndarray:
             return ext_k[np.minimum(idx, ext_k.size - 1)], idx < hi[a:b, None]
     else:
         # Steps of half a turn or more: any view may be within one step of any other.
-        width = n
+        width = k.size
 
         def candidates(a, b):
-            return np.broadcast_to(k, (b - a, n)), True
+            return np.broadcast_to(k, (b - a, k.size)), True
 
-    total = np.empty(n)
+    total = np.empty(k.size)
     rows = max(1, (1 << 18) // width)  # (rows × width) temporaries of a few MB
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
+    for a in range(0, k.size, rows):
+        b = min(k.size, a + rows)
         cand, valid = candidates(a, b)
         d = (cand - k[a:b, None]) * step
         off = np.abs(np.arctan2(np.sin(d), np.cos(d)))

@@ -167,6 +167,9 @@ def test_redundancy_matches_all_pairs(n, turns):
 def test_redundancy_rejects_steps_without_a_scan(step):
     with pytest.raises(ValueError, match="angular step"):
         redundancy(10, step)
+    for n in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="number of views"):
+            redundancy(n, 0.1)
 
 
 def test_helical_slice_weights_partition_of_unity():
