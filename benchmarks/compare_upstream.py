@@ -11,8 +11,10 @@ warm-up. Reported: seconds of each and leap's time as a fraction of LEAP's.
 
 Problems: cone 128³ (180 views over 360°, 128² detector of 1 mm, sod 500, sdd 1000, LEAP's
 default volume), parallel 512² (720 views over 180°, one row of 512 columns), helical cone
-128³ (360 views over two turns, half a detector height per turn) and the cone scan as a
-modular beam (upstream's CPU projects modular beams with its Joseph projector).
+128³ (360 views over two turns, half a detector height per turn), the cone scan as a
+modular beam (upstream's CPU projects modular beams with its Joseph projector), and, as
+``benchmarks/bench_cpu.py`` defines them, fan 128³ (the cone scan's views, 0.5 mm voxels
+1 mm high) and parallel3d 128³ (180 views over 180°, 1 mm voxels and pixels).
 """
 from __future__ import annotations
 
@@ -50,11 +52,23 @@ def setups():
         ct.set_parallelbeam(720, 1, 512, 1.0, 1.0, 0.0, 255.5, ct.setAngleArray(720, 180.0))
         ct.set_default_volume()
 
+    def fan(ct):
+        n = 128
+        ct.set_fanbeam(180, n, n, 1.0, 1.0, 0.5 * (n - 1), 0.5 * (n - 1),
+                       ct.setAngleArray(180, 360.0), 500.0, 1000.0)
+        ct.set_volume(n, n, n, 0.5, 1.0)
+
+    def parallel3d(ct):
+        n = 128
+        ct.set_parallelbeam(180, n, n, 1.0, 1.0, 0.5 * (n - 1), 0.5 * (n - 1),
+                            ct.setAngleArray(180, 180.0))
+        ct.set_volume(n, n, n, 1.0, 1.0)
+
     def modular(ct, vectors):
         ct.set_modularbeam(180, 128, 128, 1.0, 1.0, *vectors)
         ct.set_default_volume()
 
-    return {"cone": cone, "parallel": parallel,
+    return {"cone": cone, "parallel": parallel, "fan": fan, "parallel3d": parallel3d,
             "helical": lambda ct: cone(ct, helical=True), "modular": modular}
 
 
@@ -74,12 +88,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--ops", default="project,backproject,FBP",
                     help="comma-separated subset of project, backproject, FBP")
-    ap.add_argument("problems", nargs="*", default=["cone", "parallel", "helical", "modular"])
+    ap.add_argument("problems", nargs="*", default=["cone", "parallel", "helical", "modular",
+                                                    "fan", "parallel3d"])
     args = ap.parse_args()
     from leap.compat import tomographicModels
     upstream = load_upstream(args.src_dir, args.lib_dir)
     vectors = modular_vectors()
-    print(f"{'problem':<10}{'op':<13}{'LEAP s':>9}{'leap s':>9}{'leap/LEAP':>11}")
+    print(f"{'problem':<12}{'op':<13}{'LEAP s':>9}{'leap s':>9}{'leap/LEAP':>11}")
     for name in args.problems:
         models = {}
         for who, make in (("LEAP", upstream), ("leap", tomographicModels)):
@@ -120,7 +135,7 @@ def main():
                 # CPU build lacks (helical FBP).
                 missing = missing or np.array_equal(before, outputs[who])
             if missing:
-                print(f"{name:<10}{op:<13}  (an output was left unchanged: not on this CPU "
+                print(f"{name:<12}{op:<13}  (an output was left unchanged: not on this CPU "
                       f"build)", flush=True)
                 continue
             for r in range(args.rounds):
@@ -130,7 +145,7 @@ def main():
                     t = time.perf_counter()
                     fn()
                     best[who] = min(best[who], time.perf_counter() - t)
-            print(f"{name:<10}{op:<13}{best['LEAP']:9.3f}{best['leap']:9.3f}"
+            print(f"{name:<12}{op:<13}{best['LEAP']:9.3f}{best['leap']:9.3f}"
                   f"{best['leap'] / best['LEAP']:11.2f}", flush=True)
 
 
