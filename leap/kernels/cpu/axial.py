@@ -24,7 +24,8 @@ Parallelisation never lets two threads write one element: the projector runs one
 view per thread (accumulating into a private one-view buffer), the back-projector one
 square tile of voxel columns per thread (accumulating into a private tile buffer that
 stays in L2, looping over views outside the voxel loop so per-view constants are
-computed once per tile; blocks of ROW_BLOCK rows in the single-slice case).
+computed once per tile, direct-row views two at a time; blocks of ROW_BLOCK rows in the
+single-slice case).
 
 Both kernels call the same inlined footprint functions on the same inputs (x, y, view
 constants), so they weight every (voxel, pixel) pair identically: exact transposes.
@@ -42,7 +43,7 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, d
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, fov_ix_range,
-                      gather_direct2, inverse_rho2, prefix_sum, scratch_vectors,
+                      gather_direct2, gather_direct4, inverse_rho2, prefix_sum, scratch_vectors,
                       squared_heights, three_tap, two_tap, voxel_stretch, weighted_increments)
 
 
@@ -233,33 +234,96 @@ def tile_edge(nz, ny, nx, threads):
 
 
 @numba.njit(**INLINE)
-def _gather_direct_row(Ga, slab_r, fp, lo, hi, ix0, y, k0, k1, shift, ncols, cx, cy, sx, sy,
-                       cxp, cyp, half_p, par_weight, sdd, sod, pitch, model, x0, voxel_width,
-                       pixel_width, center_col, dist_sod):
+def _gather_direct_column(Ga, c_lo, c_hi, weight, k0, k1, shift, ncols, col):
+    """One view's footprint ``[c_lo, c_hi]`` (weight ``weight``) into the voxel column
+    ``col``, direct rows."""
+    if c_hi - c_lo <= 1.0:
+        fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+        gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0, k1, shift,
+                       o0 * weight, o1 * weight, col)
+    else:
+        i0, i1 = column_range(c_lo, c_hi, ncols)
+        for i in range(i0, i1 + 1):
+            w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
+            if w == 0.0:
+                continue
+            gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift, w, 0.0, col)
+
+
+@numba.njit(**INLINE)
+def _gather_direct_row(Ga, slab_r, fp, lo, hi, ix0, k0, k1, shift, ncols):
     """One view into the voxel columns ``lo <= ix < hi`` of a tile row, direct rows
-    (parallel, fan): ``slab_r`` (tx, nz) holds columns from ``ix0``; ``fp`` (tx, 3)
-    float64 scratch for :func:`direct_footprints`."""
-    direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-                      sdd, sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod)
+    (parallel, fan): ``slab_r`` (tx, nz) holds columns from ``ix0``; ``fp`` (tx, 3) their
+    footprints (:func:`direct_footprints`)."""
     for ix in range(lo, hi):
         j = ix - ix0
-        c_lo = fp[j, 0]
-        c_hi = fp[j, 1]
-        weight = fp[j, 2]
-        if weight == 0.0:
-            continue
+        if fp[j, 2] != 0.0:
+            _gather_direct_column(Ga, fp[j, 0], fp[j, 1], fp[j, 2], k0, k1, shift, ncols,
+                                  slab_r[j])
+
+
+@numba.njit(**INLINE)
+def _gather_direct_row_pair(Ga, Gb, slab_r, fa, fb, lo, hi, ix0, k0, k1, shift, ncols):
+    """Two views (cumulative sums ``Ga``, ``Gb``, footprints ``fa``, ``fb``) into a tile
+    row, as :func:`_gather_direct_row` twice: where both footprints are two-tap, in one
+    pass over the column (:func:`gather_direct4`)."""
+    for ix in range(lo, hi):
+        j = ix - ix0
+        a_lo = fa[j, 0]
+        a_hi = fa[j, 1]
+        wa = fa[j, 2]
+        b_lo = fb[j, 0]
+        b_hi = fb[j, 1]
+        wb = fb[j, 2]
         col = slab_r[j]
-        if c_hi - c_lo <= 1.0:
-            fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-            gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0, k1, shift,
-                           o0 * weight, o1 * weight, col)
+        if wa != 0.0 and wb != 0.0 and a_hi - a_lo <= 1.0 and b_hi - b_lo <= 1.0:
+            fl, o0, o1 = two_tap(a_lo, a_hi, ncols)
+            fm, p0, p1 = two_tap(b_lo, b_hi, ncols)
+            ia = int(fl) + GUARD_LO
+            ib = int(fm) + GUARD_LO
+            gather_direct4(Ga[ia], Ga[ia + 1], Gb[ib], Gb[ib + 1], k0, k1, shift, o0 * wa,
+                           o1 * wa, p0 * wb, p1 * wb, col)
+            continue
+        if wa != 0.0:
+            _gather_direct_column(Ga, a_lo, a_hi, wa, k0, k1, shift, ncols, col)
+        if wb != 0.0:
+            _gather_direct_column(Gb, b_lo, b_hi, wb, k0, k1, shift, ncols, col)
+
+
+@numba.njit(**FAST_JIT)
+def _gather_direct_views(G, slab, fa, fb, a, b, lo, hi, iy0, ix0, shift, col_dir, source_xy,
+                         sdd, sod, pitch, model, x0, y0, voxel_width, pixel_width, center_col,
+                         dist_sod):
+    """Views ``a`` and ``b`` (``b < 0``: view a alone) into a tile, direct rows with the
+    same ``shift``: per tile row their footprints (:func:`direct_footprints`, into the
+    (tx, 3) scratch ``fa`` and ``fb``), then one pass over each voxel column for both
+    (:func:`_gather_direct_row_pair`): each voxel is read and written once for the two
+    views, and the set-up of a pass over a column is shared (parallel and fan
+    back-projection 5 to 15 % faster at 128³ and 256³)."""
+    ty, tx, nz = slab.shape
+    nrows = G.shape[2] - 1
+    ncols = G.shape[1] - GUARD_LO - GUARD_HI
+    k0 = max(0, -shift)
+    k1 = min(nz, nrows - shift)
+    for r in range(ty):
+        if lo[r] >= hi[r]:
+            continue
+        y = y0 + (iy0 + r) * voxel_width
+        for v, fp in ((a, fa), (b, fb)):
+            if v < 0:
+                continue
+            cx = col_dir[v, 0]
+            cy = col_dir[v, 1]
+            cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
+                                                                   pixel_width)
+            direct_footprints(fp, lo[r], hi[r], ix0, x0, y, cx, cy, source_xy[v, 0],
+                              source_xy[v, 1], cxp, cyp, half_p, par_weight, sdd[v], sod,
+                              pitch, model, voxel_width, pixel_width, center_col[v], dist_sod)
+        if b < 0:
+            _gather_direct_row(G[a], slab[r], fa, lo[r], hi[r], ix0, k0, k1, shift, ncols)
         else:
-            i0, i1 = column_range(c_lo, c_hi, ncols)
-            for i in range(i0, i1 + 1):
-                w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
-                if w == 0.0:
-                    continue
-                gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift, w, 0.0, col)
+            _gather_direct_row_pair(G[a], G[b], slab[r], fa, fb, lo[r], hi[r], ix0, k0, k1,
+                                    shift, ncols)
 
 
 @numba.njit(**FAST_JIT)
@@ -298,7 +362,12 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         inside = inside or lo[r] < hi[r]
     if not inside:
         return
-    fp = np.empty((tx, 3), dtype=np.float64)
+    fa = np.empty((tx, 3), dtype=np.float64)
+    fb = np.empty((tx, 3), dtype=np.float64)
+    # Direct-row views are taken in pairs of the same shift (_gather_direct_views): a
+    # view waits in `held` for the next.
+    held = -1
+    held_shift = 0
     for a in range(na):
         cx = col_dir[a, 0]
         cy = col_dir[a, 1]
@@ -318,16 +387,23 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         direct, shift = direct_shift(magnify_z, A, B)
         k0 = max(0, -shift)
         k1 = min(nz, nrows - shift)
-        if direct and k0 >= k1:
+        if direct:
+            if k0 >= k1:
+                continue
+            if held < 0:
+                held = a
+                held_shift = shift
+                continue
+            pair = shift == held_shift
+            _gather_direct_views(G, slab, fa, fb, held, a if pair else -1, lo, hi, iy0, ix0,
+                                 held_shift, col_dir, source_xy, sdd, sod, pitch, model, x0,
+                                 y0, voxel_width, pixel_width, center_col, dist_sod)
+            held = -1 if pair else a
+            held_shift = shift
             continue
         Ga = G[a]
         for r in range(ty):
             y = y0 + (iy0 + r) * voxel_width
-            if direct:
-                _gather_direct_row(Ga, slab[r], fp, lo[r], hi[r], ix0, y, k0, k1, shift, ncols,
-                                   cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
-                                   pitch, model, x0, voxel_width, pixel_width, ccol, dist_sod)
-                continue
             for ix in range(lo[r], hi[r]):
                 x = x0 + ix * voxel_width
                 c_lo, c_hi, weight, dist, dz = axial_footprint(
@@ -380,6 +456,10 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                             add_weighted_differences(E, kb0, kb1, wk, col)
                         else:
                             add_differences(E, kb0, kb1, 1.0, col)
+    if held >= 0:
+        _gather_direct_views(G, slab, fa, fb, held, -1, lo, hi, iy0, ix0, held_shift, col_dir,
+                             source_xy, sdd, sod, pitch, model, x0, y0, voxel_width,
+                             pixel_width, center_col, dist_sod)
 
 
 @numba.njit(**FAST_PARALLEL_JIT)

@@ -204,6 +204,24 @@ def gather_direct2(g0, g1, k0, k1, shift, w0, w1, col):
 
 
 @numba.njit(**INLINE)
+def gather_direct4(g0, g1, h0, h1, k0, k1, shift, w0, w1, v0, v1, col):
+    """Two views' two-tap footprints in one pass over a voxel column:
+    ``col[k] += (w0·Δg0 + w1·Δg1) + (v0·Δh0 + v1·Δh1)``, ``Δg[k] = g[j+1] − g[j]``,
+    j = k + shift, for ``k0 <= k < k1`` (:func:`gather_direct2` of each view, added
+    before the column is read and written: one pass over it instead of two)."""
+    one = np.uintp(1)
+    kb = np.uintp(k0)
+    jb = np.uintp(k0 + shift)
+    for t in range(np.uintp(k1 - k0)):
+        j = jb + t
+        d = w0 * (np.float64(g0[j + one]) - np.float64(g0[j]))
+        d += w1 * (np.float64(g1[j + one]) - np.float64(g1[j]))
+        e = v0 * (np.float64(h0[j + one]) - np.float64(h0[j]))
+        e += v1 * (np.float64(h1[j + one]) - np.float64(h1[j]))
+        col[kb + t] += d + e
+
+
+@numba.njit(**INLINE)
 def combine_columns(c0, c1, c2, w0, w1, w2, n, o, s, t0, t1, out):
     """``out[k] = w0·c0[k] + w1·c1[k] + w2·c2[k]`` (float64; c2 is not read when w2 = 0)
     wherever :func:`cumulative_at` with positions ``o + t·s``, ``t0 <= t <= t1``, reads,
