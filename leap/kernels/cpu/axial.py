@@ -369,26 +369,14 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
     held = -1
     held_shift = 0
     for a in range(na):
-        cx = col_dir[a, 0]
-        cy = col_dir[a, 1]
-        sx = source_xy[a, 0]
-        sy = source_xy[a, 1]
         zs = source_z[a]
         sdd_a = sdd[a]
-        ccol = center_col[a]
         crow = center_row[a]
-        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-        if stretch:
-            squared_heights(z0, voxel_height, zs, D2)
-        cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
-                                                               pixel_width)
         A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height,
                                   crow)
         direct, shift = direct_shift(magnify_z, A, B)
-        k0 = max(0, -shift)
-        k1 = min(nz, nrows - shift)
         if direct:
-            if k0 >= k1:
+            if max(0, -shift) >= min(nz, nrows - shift):
                 continue
             if held < 0:
                 held = a
@@ -401,6 +389,16 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
             held = -1 if pair else a
             held_shift = shift
             continue
+        cx = col_dir[a, 0]
+        cy = col_dir[a, 1]
+        sx = source_xy[a, 0]
+        sy = source_xy[a, 1]
+        ccol = center_col[a]
+        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+        if stretch:
+            squared_heights(z0, voxel_height, zs, D2)
+        cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
+                                                               pixel_width)
         Ga = G[a]
         for r in range(ty):
             y = y0 + (iy0 + r) * voxel_width
