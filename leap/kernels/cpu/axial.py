@@ -305,20 +305,21 @@ def _gather_direct_views(G, slab, fa, fb, a, b, lo, hi, iy0, ix0, shift, col_dir
     ncols = G.shape[1] - GUARD_LO - GUARD_HI
     k0 = max(0, -shift)
     k1 = min(nz, nrows - shift)
+    # Per-view constants once per call, not per tile row.
+    ca = parallel_view_constants(col_dir[a, 0], col_dir[a, 1], voxel_width, pixel_width)
+    cb = ca if b < 0 else parallel_view_constants(col_dir[b, 0], col_dir[b, 1], voxel_width,
+                                                  pixel_width)
     for r in range(ty):
         if lo[r] >= hi[r]:
             continue
         y = y0 + (iy0 + r) * voxel_width
-        for v, fp in ((a, fa), (b, fb)):
+        for v, fp, (cxp, cyp, half_p, par_weight) in ((a, fa, ca), (b, fb, cb)):
             if v < 0:
                 continue
-            cx = col_dir[v, 0]
-            cy = col_dir[v, 1]
-            cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
-                                                                   pixel_width)
-            direct_footprints(fp, lo[r], hi[r], ix0, x0, y, cx, cy, source_xy[v, 0],
-                              source_xy[v, 1], cxp, cyp, half_p, par_weight, sdd[v], sod,
-                              pitch, model, voxel_width, pixel_width, center_col[v], dist_sod)
+            direct_footprints(fp, lo[r], hi[r], ix0, x0, y, col_dir[v, 0], col_dir[v, 1],
+                              source_xy[v, 0], source_xy[v, 1], cxp, cyp, half_p, par_weight,
+                              sdd[v], sod, pitch, model, voxel_width, pixel_width,
+                              center_col[v], dist_sod)
         if b < 0:
             _gather_direct_row(G[a], slab[r], fa, lo[r], hi[r], ix0, k0, k1, shift, ncols)
         else:
