@@ -273,13 +273,13 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
         return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
                                     helical_window=helical_window)
     f = _validate.check_out("out", out, volume.shape, g)
-    # What the CPU back-projector reads, the row cumulative sums of the filtered views,
-    # built a block at a time: FBP holds one projection-sized temporary, not two.
-    G = np.empty(_cpu.row_cumsums_shape(plan), dtype=np.float32)
+    # What the CPU back-projector reads (launch.prepare_projections of the filtered
+    # views), built a block at a time: FBP holds one projection-sized temporary, not two.
+    G = np.empty(_cpu.prepared_shape(plan), dtype=np.float32)
     for vs, ve, q in _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter,
                                       lowpass, window, truncated_scan):
-        _cpu.row_cumsums(plan, q, out=G[vs:ve])
-    return _cpu.backproject_row_cumsums(plan, G, f)
+        _cpu.prepare_projections(plan, q, out=G[vs:ve])
+    return _cpu.backproject_prepared(plan, G, f)
 
 
 def _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,

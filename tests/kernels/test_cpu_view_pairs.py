@@ -3,7 +3,7 @@ one pass over each voxel column for both (leap.kernels.cpu.axial._gather_direct_
 
 Back-projection is linear in the views, so the result must be the sum of one-view
 back-projections, which never pair: a view dropped, counted twice or paired with the
-wrong cumulative sums would show. Cases: an odd view count (the last view alone),
+wrong view's values would show. Cases: an odd view count (the last view alone),
 footprints wider than a pixel next to two-tap ones (pairs that fall back to one view
 at a time), columns behind the source (zero weight), and views whose detector rows are
 shifted by different whole rows (which must not pair).
@@ -38,14 +38,15 @@ def _kernel_backproject(plan, g, views, row_shift):
     ``row_shift[a]`` whole rows (as a per-view detector centre would)."""
     s = plan.scalars()
     v, sdd, center_col, center_row, fov_r2, stretch = launch._axial_form(plan)
-    G = launch.row_cumsums(plan, g)[views]
+    assert launch.direct_rows(plan)
+    G = launch.prepare_projections(plan, g)[views]
     f = np.empty(plan.volume.shape, dtype=np.float32)
     axial.backproject(np.ascontiguousarray(G), f, v.col_dir[views], v.source_xy[views],
                       v.source_z[views], sdd[views], v.sod, v.helical_pitch, v.column_model,
                       v.magnify_z, fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
                       s.pixel_width, s.pixel_height, center_col[views],
                       (center_row + row_shift)[views], s.dist_sod, np.zeros((0, 0)), stretch,
-                      numba.get_num_threads())
+                      numba.get_num_threads(), True)
     return f
 
 

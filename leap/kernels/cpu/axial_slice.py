@@ -21,8 +21,8 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, direct_shift, parallel_column_fo
                    parallel_view_constants, row_mapping)
 from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, two_tap
 
-# Voxel rows per thread in the single-slice back-projector: the per-view differencing
-# of the projection row (ncols values) is shared by this many rows of nx voxels.
+# Voxel rows per thread in the single-slice back-projector: the per-view copy of the
+# projection row (ncols values) is shared by this many rows of nx voxels.
 ROW_BLOCK = 8
 
 
@@ -144,10 +144,11 @@ def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
     """Single-slice parallel back-projector (transpose of :func:`project_view_slice`).
 
     Threads own blocks of ``ROW_BLOCK`` voxel rows; per view the slice's pixel values
-    are differenced out of G once per block, then every voxel gathers its two taps.
+    are read out of G (:func:`leap.kernels.cpu.columns.projection_row_values`: single
+    slices have direct rows) once per block, then every voxel gathers its two taps.
     """
     nz, ny, nx = f.shape
-    na, L, nrows1 = G.shape
+    na, L, nrows = G.shape
     ncols = L - GUARD_LO - GUARD_HI
     nblocks = (ny + ROW_BLOCK - 1) // ROW_BLOCK
     X = x0 + np.arange(nx) * voxel_width
@@ -168,7 +169,7 @@ def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
             cxp, cyp, half_p, weight = parallel_view_constants(col_dir[a, 0], col_dir[a, 1],
                                                                voxel_width, pixel_width)
             for c in range(L):
-                gv[c] = np.float64(G[a, c, js + 1]) - np.float64(G[a, c, js])
+                gv[c] = np.float64(G[a, c, js])
             for r in range(nr):
                 lo = los[r]
                 hi = his[r]

@@ -33,8 +33,22 @@ def _axial_form(plan):
 
 def uses_axial_kernels(plan) -> bool:
     """Whether the plan runs on the axial kernels (whose back-projector reads the
-    :func:`row_cumsums` of the projections) rather than the general modular ones."""
+    :func:`prepare_projections` of the projections) rather than the general modular
+    ones."""
     return not (plan.modular and plan.vertical is None)
+
+
+def direct_rows(plan) -> bool:
+    """Whether the axial kernels run the plan on values rather than cumulative sums:
+    every view has direct rows (voxel k covers exactly detector row k + shift,
+    :func:`leap.kernels.cpu.axial.all_direct`: parallel and fan beams with voxels as
+    high as pixels and slices centred on rows) and nothing weights voxels within a
+    column (slice weights, the modular stretch)."""
+    views, sdd, _, center_row, _, stretch = _axial_form(plan)
+    s = plan.scalars()
+    return (plan.slice_weights is None and not stretch
+            and axial.all_direct(views.source_z, sdd, center_row, views.magnify_z, s.z0,
+                                 s.voxel_height, s.pixel_height))
 
 
 def _single_slice(plan, views, center_row, num_rows):
@@ -61,28 +75,35 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
         return g
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    axial.project(columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
+    direct = direct_rows(plan)
+    S = columns.volume_z_columns(f) if direct else columns.volume_z_cumsum(f)
+    axial.project(S, g, views.col_dir, views.source_xy,
                   views.source_z, sdd, views.sod, views.helical_pitch,
                   views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch)
+                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch, direct)
     return g
 
 
-def row_cumsums(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """What the axial back-projector reads: the row-cumulative sums of g (a block of
-    views or all) times the plan's row factor, ``(n,) + row_cumsums_shape(plan)[1:]``
-    float32 (:func:`leap.kernels.cpu.columns.projection_row_cumsum`); written into ``out``
-    if given."""
+def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """What the axial back-projector reads: g (a block of views or all) times the plan's
+    row factor, rows contiguous and guard columns added, ``(n,) +
+    prepared_shape(plan)[1:]`` float32; the values themselves where the plan has
+    :func:`direct_rows` (:func:`leap.kernels.cpu.columns.projection_row_values`), else
+    their row-cumulative sums (:func:`leap.kernels.cpu.columns.projection_row_cumsum`).
+    Written into ``out`` if given."""
     if out is None:
-        out = np.empty((g.shape[0],) + row_cumsums_shape(plan)[1:], dtype=np.float32)
+        out = np.empty((g.shape[0],) + prepared_shape(plan)[1:], dtype=np.float32)
+    if direct_rows(plan):
+        return columns.projection_row_values(g, plan.row_factor, out)
     return columns.projection_row_cumsum(g, plan.row_factor, out)
 
 
-def row_cumsums_shape(plan) -> tuple[int, int, int]:
-    """Shape of :func:`row_cumsums` of all the plan's views."""
+def prepared_shape(plan) -> tuple[int, int, int]:
+    """Shape of :func:`prepare_projections` of all the plan's views."""
     na, nr, nc = plan.geometry.projection_shape
-    return na, columns.GUARD_LO + nc + columns.GUARD_HI, nr + 1
+    rows = nr if direct_rows(plan) else nr + 1
+    return na, columns.GUARD_LO + nc + columns.GUARD_HI, rows
 
 
 def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -94,15 +115,17 @@ def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
                             geo.col_vectors, v.x0, v.y0, v.z0, v.voxel_width, v.voxel_height,
                             s.pixel_width, s.pixel_height)
         return f
-    return backproject_row_cumsums(plan, row_cumsums(plan, g), f)
+    return backproject_prepared(plan, prepare_projections(plan, g), f)
 
 
-def backproject_row_cumsums(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """f ← Pᵀ g from G = :func:`row_cumsums` (g) (plans that :func:`uses_axial_kernels`)."""
+def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """f ← Pᵀ g from G = :func:`prepare_projections` (g) (plans that
+    :func:`uses_axial_kernels`)."""
     s = plan.scalars()
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
-    ok, ks, js = _single_slice(plan, views, center_row, G.shape[2] - 1)
+    ok, ks, js = _single_slice(plan, views, center_row, plan.geometry.projection_shape[1])
     if ok:
+        # Single-slice plans have direct rows: G holds values.
         axial_slice.backproject_slice(G, f, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                                       s.pixel_width, center_col, fov_r2)
         return f
@@ -112,5 +135,5 @@ def backproject_row_cumsums(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
                       views.helical_pitch, views.column_model, views.magnify_z, fov_r2,
                       s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
                       s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch,
-                      numba.get_num_threads())
+                      numba.get_num_threads(), direct_rows(plan))
     return f
