@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.kernels.cpu import launch
+from leap.kernels.cpu import axial, launch
 from leap.kernels.plan import make_plan
 
 VOLUME = leap.Volume(num_x=21, num_y=18, num_z=7, voxel_width=0.5, voxel_height=0.5)
@@ -84,3 +84,22 @@ def test_data_with_a_large_mean_keep_float32_accuracy(name, rng):
         ref = 100.0 * op(geo, vol, np.ones_like(x)).astype(np.float64) + op(geo, vol, r)
         err = np.abs(op(geo, vol, x) - ref).max() / np.abs(ref).max()
         assert err < 2.5e-7, (op.__name__, err)
+
+
+def test_projector_blocks_of_volume_rows_cover_the_volume(rng, monkeypatch):
+    """The direct-row projector adds blocks of volume rows (axial.DIRECT_BLOCK_BYTES) to a
+    group of views (axial.DIRECT_GROUP) in turn: with 1 MiB volume rows every row is a
+    block of its own, and an odd view count leaves the last group one view short."""
+    vol = leap.Volume(num_x=256, num_y=3, num_z=1024, voxel_width=1.0, voxel_height=1.0)
+    assert 4 * vol.num_x * vol.num_z >= axial.DIRECT_BLOCK_BYTES
+    det = leap.Detector(num_rows=1024, num_cols=262, pixel_height=1.0, pixel_width=1.0)
+    geo = leap.ParallelBeam(detector=det, angles=np.linspace(0.1, np.pi, 5, endpoint=False))
+    assert geo.num_angles % axial.DIRECT_GROUP != 0
+    # Multiples of 1/64: the cumulative sums' path is exact on them however tall the
+    # columns, so the two paths must agree to their output's rounding.
+    f = (rng.integers(0, 64, vol.shape) / 64).astype(np.float32)
+    direct = leap.project(geo, vol, f)
+    monkeypatch.setattr(launch, "direct_rows", lambda plan: False)
+    sums = leap.project(geo, vol, f)
+    assert np.abs(sums).max() > 0
+    np.testing.assert_allclose(direct, sums, rtol=0, atol=2e-6 * np.abs(sums).max())
