@@ -103,3 +103,16 @@ def test_projector_blocks_of_volume_rows_cover_the_volume(rng, monkeypatch):
     sums = leap.project(geo, vol, f)
     assert np.abs(sums).max() > 0
     np.testing.assert_allclose(direct, sums, rtol=0, atol=2e-6 * np.abs(sums).max())
+
+
+def test_backprojector_refuses_the_other_layout(rng):
+    geo = _direct_geometries()["fan"]
+    plan = make_plan(geo, VOLUME)
+    g = rng.random(geo.projection_shape, dtype=np.float32)
+    G = launch.prepare_projections(plan, g)
+    f = np.empty(VOLUME.shape, dtype=np.float32)
+    np.testing.assert_array_equal(launch.backproject_prepared(plan, G, f),
+                                  leap.backproject(geo, VOLUME, g))
+    sums = np.zeros(G.shape[:2] + (G.shape[2] + 1,), dtype=np.float32)
+    with pytest.raises(ValueError, match="prepare_projections"):
+        launch.backproject_prepared(plan, sums, f)

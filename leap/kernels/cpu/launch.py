@@ -121,6 +121,11 @@ def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
 def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
     """f ← Pᵀ g from G = :func:`prepare_projections` (g) (plans that
     :func:`uses_axial_kernels`)."""
+    expected = prepared_shape(plan)
+    if G.shape != expected:
+        # Values and cumulative sums differ by one row: the wrong one would be misread.
+        raise ValueError(f"G must be prepare_projections(plan, g), shape {expected}; "
+                         f"got {G.shape}")
     s = plan.scalars()
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     ok, ks, js = _single_slice(plan, views, center_row, plan.geometry.projection_shape[1])
