@@ -19,7 +19,7 @@ from numba import prange
 from ..footprints import PARALLEL
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, direct_shift, parallel_column_footprint,
                    parallel_view_constants, row_mapping)
-from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, two_tap
+from .columns import GUARD_HI, GUARD_LO, INLINE, direct_slices, fov_ix_range, two_tap
 
 # Voxel rows per thread in the single-slice back-projector: the per-view copy of the
 # projection row (ncols values) is shared by this many rows of nx voxels.
@@ -52,8 +52,7 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
                                          pixel_width)[2]
         if not 2.0 * half_p <= 1.0:
             return False, 0, 0
-    k0 = max(0, -shift0)
-    k1 = min(nz, nrows - shift0)
+    k0, k1 = direct_slices(shift0, nz, nrows)
     if k1 - k0 != 1:
         return False, 0, 0
     return True, k0, k0 + shift0

@@ -215,6 +215,13 @@ def add_weighted_differences(E, t0, t1, sw, a):
 
 
 @numba.njit(**INLINE)
+def direct_slices(shift, nz, nrows):
+    """Direct rows: the slices ``k0 <= k < k1`` of nz that land on the detector's nrows
+    rows, slice k on row k + shift (``k0 >= k1``: none do)."""
+    return max(0, -shift), min(nz, nrows - shift)
+
+
+@numba.njit(**INLINE)
 def add_direct2(vals, k0, k1, shift, w0, a0, w1, a1):
     """Direct rows (voxel k covers exactly row k + shift): ``a0[k + shift] += w0·v[k]``
     and ``a1[k + shift] += w1·v[k]`` for ``k0 <= k < k1``, v a voxel column's values
