@@ -40,8 +40,9 @@ def _maybe_weird(valid, weird=WEIRD):
 
 
 counts = lambda lo, hi: _maybe_weird(st.integers(lo, hi))          # noqa: E731
-#: Iteration counts: 2**40 is a valid count, one that would run for days (a run drew it
-#: for TV_denoise and did not finish), so it is not among their weird values.
+#: Iteration counts: 2**40 is a valid count, one that would run for days (runs drew it
+#: for TV_denoise and for SIRT and did not finish), so it is not among their weird values.
+#: Every iteration count below is drawn from these.
 iterations = lambda lo, hi: _maybe_weird(st.integers(lo, hi),         # noqa: E731
                                          [w for w in WEIRD if w != 2**40])
 lengths = lambda lo, hi: _maybe_weird(st.floats(lo, hi))           # noqa: E731
@@ -275,8 +276,7 @@ class FacadeMachine(RuleBasedStateMachine):
             ok, out = _call(ct.sensitivity, f)
             inputs, outputs = [], [f]
         elif op in ("SIRT", "LS", "MLEM"):
-            ok, out = _call(getattr(ct, op), g, f, data.draw(_maybe_weird(st.integers(1, 2))),
-                            progress=False)
+            ok, out = _call(getattr(ct, op), g, f, data.draw(iterations(1, 2)), progress=False)
             inputs, outputs = [(g, g0)], [f]
         elif op == "SART":
             ok, out = _call(ct.SART, g, f, 1, data.draw(_maybe_weird(st.integers(1, 4))),
