@@ -49,7 +49,7 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, d
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, direct_slices,
-                      fov_ix_range, gather_direct2, gather_direct4, inverse_rho2, prefix_sum,
+                      fov_ix_range, gather_direct2, inverse_rho2, prefix_sum,
                       scratch_vectors, squared_heights, three_tap, two_tap, voxel_stretch,
                       weighted_increments)
 
@@ -202,6 +202,9 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
     nz = nz1 - 1
     nrows, ncols = ga.shape
     acc[:, :] = 0.0
+    # Flat arrays and offsets, not a view per column (columns module notes).
+    Sf = S.reshape(-1)
+    accf = acc.reshape(-1)
     if stretch:
         squared_heights(z0, voxel_height, zs, D2)
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
@@ -219,7 +222,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                 continue
             if dist_sod > 0.0:
                 weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-            cum = S[iy, ix]
+            cum = (iy * nx + ix) * nz1
             if magnify_z:
                 A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
                                           pixel_height, center_row)
@@ -232,27 +235,28 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
             # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
             # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
             if weighted:
-                weighted_increments(cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2, W)
+                weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
+                                    W)
                 prefix_sum(W, nz, cumw)
-                cumulative_at(cumw, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
             else:
-                cumulative_at(cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
             if c_hi - c_lo <= 1.0:
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                 w0 = o0 * weight * B
                 w1 = o1 * weight * B
-                a0 = acc[int(fl) + GUARD_LO]
+                a0 = (int(fl) + GUARD_LO) * nrows
                 if o1 == 0.0:
-                    add_differences(E, j0, j1 + 1, w0, a0)
+                    add_differences(E, j0, j1 + 1, w0, accf, a0)
                 else:
-                    add_differences2(E, j0, j1 + 1, w0, a0, w1, acc[int(fl) + GUARD_LO + 1])
+                    add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + nrows)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
                     if w == 0.0:
                         continue
-                    add_differences(E, j0, j1 + 1, w, acc[i + GUARD_LO])
+                    add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * nrows)
     for j in range(nrows):
         rf = row_factor[j]
         for i in range(ncols):
@@ -322,39 +326,48 @@ def tile_edge(nz, ny, nx, threads):
 
 
 @numba.njit(**INLINE)
-def _gather_direct_column(Ga, c_lo, c_hi, weight, k0, k1, shift, ncols, col):
-    """One view's footprint ``[c_lo, c_hi]`` (weight ``weight``) into the voxel column
-    ``col``, direct rows."""
+def _gather_direct_column(Gf, ga, nrows, ncols, c_lo, c_hi, weight, n, sf, c0):
+    """One view's footprint ``[c_lo, c_hi]`` (weight ``weight``) into ``n`` voxels of a
+    voxel column, direct rows. Flat arrays and offsets (:func:`gather_direct2`): ``Gf``
+    the raveled row values, ``ga`` the offset of the voxels' first row in the view's
+    first (guard) column, ``nrows`` from one detector column to the next; the voxels
+    at ``sf[c0:c0 + n]``."""
     if c_hi - c_lo <= 1.0:
         fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-        gather_direct2(Ga[int(fl) + GUARD_LO], Ga[int(fl) + GUARD_LO + 1], k0, k1, shift,
-                       o0 * weight, o1 * weight, col)
+        g0 = ga + (int(fl) + GUARD_LO) * nrows
+        gather_direct2(Gf, g0, g0 + nrows, n, o0 * weight, o1 * weight, sf, c0)
     else:
         i0, i1 = column_range(c_lo, c_hi, ncols)
         for i in range(i0, i1 + 1):
             w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
             if w == 0.0:
                 continue
-            gather_direct2(Ga[i + GUARD_LO], Ga[i + GUARD_LO], k0, k1, shift, w, 0.0, col)
+            g0 = ga + (i + GUARD_LO) * nrows
+            gather_direct2(Gf, g0, g0, n, w, 0.0, sf, c0)
 
 
 @numba.njit(**INLINE)
-def _gather_direct_row(Ga, slab_r, fp, lo, hi, ix0, k0, k1, shift, ncols):
+def _gather_direct_row(Gf, ga, nrows, ncols, sf, s0, nz, fp, lo, hi, ix0, n):
     """One view into the voxel columns ``lo <= ix < hi`` of a tile row, direct rows
-    (parallel, fan): ``slab_r`` (tx, nz) holds columns from ``ix0``; ``fp`` (tx, 3) their
-    footprints (:func:`direct_footprints`)."""
+    (parallel, fan): the tile row's first voxel at ``sf[s0]``, columns ``nz`` apart, from
+    ``ix0``; ``fp`` (tx, 3) their footprints (:func:`direct_footprints`); ``Gf``, ``ga``
+    as for :func:`_gather_direct_column`."""
     for ix in range(lo, hi):
         j = ix - ix0
         if fp[j, 2] != 0.0:
-            _gather_direct_column(Ga, fp[j, 0], fp[j, 1], fp[j, 2], k0, k1, shift, ncols,
-                                  slab_r[j])
+            _gather_direct_column(Gf, ga, nrows, ncols, fp[j, 0], fp[j, 1], fp[j, 2], n, sf,
+                                  s0 + j * nz)
 
 
 @numba.njit(**INLINE)
-def _gather_direct_row_pair(Ga, Gb, slab_r, fa, fb, lo, hi, ix0, k0, k1, shift, ncols):
-    """Two views (row values ``Ga``, ``Gb``, footprints ``fa``, ``fb``) into a tile
-    row, as :func:`_gather_direct_row` twice: where both footprints are two-tap, in one
-    pass over the column (:func:`gather_direct4`)."""
+def _gather_direct_row_pair(Gf, ga, gb, nrows, ncols, sf, s0, nz, fa, fb, lo, hi, ix0, n):
+    """Two views (offsets ``ga``, ``gb``, footprints ``fa``, ``fb``) into a tile row, as
+    :func:`_gather_direct_row` twice. Where both footprints are two-tap, in one pass
+    over the column: ``col[k] += (w0·g0[j] + w1·g1[j]) + (v0·h0[j] + v1·h1[j])``, j = k +
+    shift, each voxel read and written once for the two views. That loop is written
+    here, not in a helper: passing the arrays to an inlined helper per column brought
+    back reference-count updates that a flat array is meant to avoid
+    (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     for ix in range(lo, hi):
         j = ix - ix0
         a_lo = fa[j, 0]
@@ -363,19 +376,31 @@ def _gather_direct_row_pair(Ga, Gb, slab_r, fa, fb, lo, hi, ix0, k0, k1, shift, 
         b_lo = fb[j, 0]
         b_hi = fb[j, 1]
         wb = fb[j, 2]
-        col = slab_r[j]
+        c0 = s0 + j * nz
         if wa != 0.0 and wb != 0.0 and a_hi - a_lo <= 1.0 and b_hi - b_lo <= 1.0:
             fl, o0, o1 = two_tap(a_lo, a_hi, ncols)
             fm, p0, p1 = two_tap(b_lo, b_hi, ncols)
-            ia = int(fl) + GUARD_LO
-            ib = int(fm) + GUARD_LO
-            gather_direct4(Ga[ia], Ga[ia + 1], Gb[ib], Gb[ib + 1], k0, k1, shift, o0 * wa,
-                           o1 * wa, p0 * wb, p1 * wb, col)
+            g0 = ga + (int(fl) + GUARD_LO) * nrows
+            h0 = gb + (int(fm) + GUARD_LO) * nrows
+            w0 = o0 * wa
+            w1 = o1 * wa
+            v0 = p0 * wb
+            v1 = p1 * wb
+            # Unsigned offsets, so the loop vectorises.
+            q0 = np.uintp(g0)
+            q1 = np.uintp(g0 + nrows)
+            r0 = np.uintp(h0)
+            r1 = np.uintp(h0 + nrows)
+            cc = np.uintp(c0)
+            for t in range(np.uintp(n)):
+                d = w0 * np.float64(Gf[q0 + t]) + w1 * np.float64(Gf[q1 + t])
+                e = v0 * np.float64(Gf[r0 + t]) + v1 * np.float64(Gf[r1 + t])
+                sf[cc + t] += d + e
             continue
         if wa != 0.0:
-            _gather_direct_column(Ga, a_lo, a_hi, wa, k0, k1, shift, ncols, col)
+            _gather_direct_column(Gf, ga, nrows, ncols, a_lo, a_hi, wa, n, sf, c0)
         if wb != 0.0:
-            _gather_direct_column(Gb, b_lo, b_hi, wb, k0, k1, shift, ncols, col)
+            _gather_direct_column(Gf, gb, nrows, ncols, b_lo, b_hi, wb, n, sf, c0)
 
 
 @numba.njit(**FAST_JIT)
@@ -387,10 +412,16 @@ def _gather_direct_views(G, slab, fa, fb, a, b, lo, hi, iy0, ix0, shift, col_dir
     (tx, 3) scratch ``fa`` and ``fb``), then one pass over each voxel column for both
     (:func:`_gather_direct_row_pair`): each voxel is read and written once for the two
     views, and the set-up of a pass over a column is shared (parallel and fan
-    back-projection 5 to 15 % faster at 128³ and 256³)."""
+    back-projection 5 to 15 % faster at 128³ and 256³). G and the tile are read through
+    flat arrays and offsets (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     ty, tx, nz = slab.shape
-    ncols = G.shape[1] - GUARD_LO - GUARD_HI
-    k0, k1 = direct_slices(shift, nz, G.shape[2])
+    L, nrows = G.shape[1], G.shape[2]
+    ncols = L - GUARD_LO - GUARD_HI
+    k0, k1 = direct_slices(shift, nz, nrows)
+    Gf = G.reshape(-1)
+    sf = slab.reshape(-1)
+    ga = a * L * nrows + k0 + shift
+    gb = b * L * nrows + k0 + shift
     # Per-view constants once per call, not per tile row.
     ca = parallel_view_constants(col_dir[a, 0], col_dir[a, 1], voxel_width, pixel_width)
     cb = ca if b < 0 else parallel_view_constants(col_dir[b, 0], col_dir[b, 1], voxel_width,
@@ -406,11 +437,13 @@ def _gather_direct_views(G, slab, fa, fb, a, b, lo, hi, iy0, ix0, shift, col_dir
                               source_xy[v, 0], source_xy[v, 1], cxp, cyp, half_p, par_weight,
                               sdd[v], sod, pitch, model, voxel_width, pixel_width,
                               center_col[v], dist_sod)
+        s0 = r * tx * nz + k0
         if b < 0:
-            _gather_direct_row(G[a], slab[r], fa, lo[r], hi[r], ix0, k0, k1, shift, ncols)
+            _gather_direct_row(Gf, ga, nrows, ncols, sf, s0, nz, fa, lo[r], hi[r], ix0,
+                               k1 - k0)
         else:
-            _gather_direct_row_pair(G[a], G[b], slab[r], fa, fb, lo[r], hi[r], ix0, k0, k1,
-                                    shift, ncols)
+            _gather_direct_row_pair(Gf, ga, gb, nrows, ncols, sf, s0, nz, fa, fb, lo[r],
+                                    hi[r], ix0, k1 - k0)
 
 
 @numba.njit(**FAST_JIT)
@@ -453,6 +486,9 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         return
     fa = np.empty((tx, 3), dtype=np.float64)
     fb = np.empty((tx, 3), dtype=np.float64)
+    # Flat arrays and offsets, not a view per column (columns module notes).
+    Gf = G.reshape(-1)
+    sf = slab.reshape(-1)
     # Direct-row views are taken in pairs of the same shift (_gather_direct_views): a
     # view waits in `held` for the next.
     held = -1
@@ -489,7 +525,7 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
             squared_heights(z0, voxel_height, zs, D2)
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        Ga = G[a]
+        ga = a * L * (nrows + 1)
         for r in range(ty):
             y = y0 + (iy0 + r) * voxel_width
             for ix in range(lo[r], hi[r]):
@@ -502,7 +538,7 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                 if dist_sod > 0.0:
                     # FBP's distance weight (fan, cone-parallel).
                     weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-                col = slab[r, ix - ix0]
+                col = (r * tx + ix - ix0) * nz
                 if magnify_z:
                     A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a,
                                               magnify_z, pixel_height, crow)
@@ -521,29 +557,30 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                 if c_hi - c_lo <= 2.0:
                     # Two or three taps (three_tap is two_tap up to one pixel).
                     fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
-                    c0 = int(fl) + GUARD_LO
+                    c0 = ga + (int(fl) + GUARD_LO) * (nrows + 1)
                     if o1 == 0.0:
-                        cumulative_at(Ga[c0], nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
+                        cumulative_at(Gf, c0, nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
                     else:
-                        combine_columns(Ga[c0], Ga[c0 + 1], Ga[c0 + 2], o0 * weight,
-                                        o1 * weight, o2 * weight, nrows, A + 0.5, B, kb0, kb1,
-                                        Gc)
-                        cumulative_at(Gc, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
+                        combine_columns(Gf, c0, c0 + nrows + 1, c0 + 2 * (nrows + 1),
+                                        o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
+                                        B, kb0, kb1, Gc)
+                        cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
                     if weighted:
-                        add_weighted_differences(E, kb0, kb1, wk, col)
+                        add_weighted_differences(E, kb0, kb1, wk, sf, col)
                     else:
-                        add_differences(E, kb0, kb1, 1.0, col)
+                        add_differences(E, kb0, kb1, 1.0, sf, col)
                 else:
                     i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                         if w == 0.0:
                             continue
-                        cumulative_at(Ga[i + GUARD_LO], nrows, A + 0.5, B, kb0, kb1, w, E)
+                        cumulative_at(Gf, ga + (i + GUARD_LO) * (nrows + 1), nrows, A + 0.5,
+                                      B, kb0, kb1, w, E)
                         if weighted:
-                            add_weighted_differences(E, kb0, kb1, wk, col)
+                            add_weighted_differences(E, kb0, kb1, wk, sf, col)
                         else:
-                            add_differences(E, kb0, kb1, 1.0, col)
+                            add_differences(E, kb0, kb1, 1.0, sf, col)
     if held >= 0:
         _gather_direct_views(G, slab, fa, fb, held, -1, lo, hi, iy0, ix0, held_shift, col_dir,
                              source_xy, sdd, sod, pitch, model, x0, y0, voxel_width,
