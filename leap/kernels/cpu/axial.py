@@ -125,6 +125,10 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
     k0, k1 = direct_slices(shift, nz, nrows)
     if k0 >= k1:
         return
+    # Flat arrays and offsets, not a view per column (columns module notes).
+    Sf = S.reshape(-1)
+    af = acc.reshape(-1)
+    n = k1 - k0
     for iy in range(iy_lo, iy_hi):
         y = y0 + iy * voxel_width
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
@@ -137,20 +141,19 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
             weight = fp[ix, 2]
             if weight == 0.0:
                 continue
-            vals = S[iy, ix]
+            v0 = (iy * nx + ix) * nz + k0
             if c_hi - c_lo <= 1.0:
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                r0 = int(fl) + GUARD_LO
-                add_direct2(vals, k0, k1, shift, o0 * weight, acc[r0], o1 * weight,
-                            acc[r0 + 1])
+                r0 = (int(fl) + GUARD_LO) * nrows + k0 + shift
+                add_direct2(Sf, v0, n, o0 * weight, o1 * weight, af, r0, r0 + nrows)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                     if w == 0.0:
                         continue
-                    add_direct2(vals, k0, k1, shift, w, acc[i + GUARD_LO], 0.0,
-                                acc[i + GUARD_LO])
+                    r0 = (i + GUARD_LO) * nrows + k0 + shift
+                    add_direct2(Sf, v0, n, w, 0.0, af, r0, r0)
 
 
 @numba.njit(**FAST_JIT)

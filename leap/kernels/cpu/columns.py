@@ -237,18 +237,20 @@ def direct_slices(shift, nz, nrows):
 
 
 @numba.njit(**INLINE)
-def add_direct2(vals, k0, k1, shift, w0, a0, w1, a1):
-    """Direct rows (voxel k covers exactly row k + shift): ``a0[k + shift] += w0·v[k]``
-    and ``a1[k + shift] += w1·v[k]`` for ``k0 <= k < k1``, v a voxel column's values
-    (w1 = 0: a0 only). Unsigned indices, so the loop vectorises."""
-    kb = np.uintp(k0)
-    jb = np.uintp(k0 + shift)
+def add_direct2(v, v0, n, w0, w1, a, a0, a1):
+    """Direct rows (voxel k covers exactly row k + shift): ``a[a0 + t] += w0·v[v0 + t]``
+    and ``a[a1 + t] += w1·v[v0 + t]`` for ``0 <= t < n``: a voxel column's values into
+    two detector columns' rows (w1 = 0: a0 only). Flat arrays and offsets (module
+    notes), unsigned so the loop vectorises."""
+    b = np.uintp(v0)
+    c0 = np.uintp(a0)
+    c1 = np.uintp(a1)
     two = w1 != 0.0
-    for t in range(np.uintp(k1 - k0)):
-        v = np.float64(vals[kb + t])
-        a0[jb + t] += w0 * v
+    for t in range(np.uintp(n)):
+        x = np.float64(v[b + t])
+        a[c0 + t] += w0 * x
         if two:
-            a1[jb + t] += w1 * v
+            a[c1 + t] += w1 * x
 
 
 @numba.njit(**INLINE)
