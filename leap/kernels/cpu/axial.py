@@ -494,8 +494,11 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
     sf = slab.reshape(-1)
     # Direct-row views are taken in pairs of the same shift (_gather_direct_views): a
     # view waits in `held` for the next.
-    held = -1
-    held_shift = 0
+    # int64 from the start: a bare -1 or 0 is typed as a literal first, and each literal
+    # and int64 mix of the arguments compiled _gather_direct_views once more (four
+    # compilations of it in a fresh process, not one).
+    held = np.int64(-1)
+    held_shift = np.int64(0)
     for a in range(na):
         zs = source_z[a]
         sdd_a = sdd[a]
@@ -585,8 +588,8 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                         else:
                             add_differences(E, kb0, kb1, 1.0, sf, col)
     if held >= 0:
-        _gather_direct_views(G, slab, fa, fb, held, -1, lo, hi, iy0, ix0, held_shift, col_dir,
-                             source_xy, sdd, sod, pitch, model, x0, y0, voxel_width,
+        _gather_direct_views(G, slab, fa, fb, held, np.int64(-1), lo, hi, iy0, ix0, held_shift,
+                             col_dir, source_xy, sdd, sod, pitch, model, x0, y0, voxel_width,
                              pixel_width, center_col, dist_sod)
 
 
