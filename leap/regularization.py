@@ -346,12 +346,20 @@ def _axes(ndim_spatial):
     return tuple(range(3 - ndim_spatial, 3))
 
 
-def _raised_cosine_offsets(fwhm, axes):
+def _raised_cosine_offsets(fwhm, axes, shape):
     """LEAP's blur kernel: w(r) = ½ + ½cos(π·min(r/FWHM, 1)) over offsets with
-    |offset_k| ≤ floor(FWHM) along the filtered axes (r in voxels), normalised."""
+    |offset_k| ≤ floor(FWHM) along the filtered axes (r in voxels), normalised.
+
+    The kernel has (2·floor(FWHM) + 1)^d taps; a FWHM beyond the array's largest filtered
+    dimension (``shape``: the array's (nz, ny, nx)) is refused rather than run for ever
+    (2**40 did in a fuzz run)."""
     fwhm = float(fwhm)
     if not fwhm > 0:
         raise ValueError(f"FWHM must be positive (voxels), got {fwhm}")
+    largest = max(shape[k] for k in axes)
+    if not fwhm <= largest:
+        raise ValueError(f"FWHM must be at most the largest filtered dimension, {largest} "
+                         f"voxels, got {fwhm}")
     R = int(math.floor(fwhm))
     rng = range(-R, R + 1)
     offs, ws = [], []
@@ -380,7 +388,7 @@ def blur(f, fwhm=2.0, *, num_dims=3, out=None):
     xp = array_namespace(f, out)
     f3 = _as3d(f)
     axes = _axes(num_dims)
-    offs, ws, R = _raised_cosine_offsets(fwhm, axes)
+    offs, ws, R = _raised_cosine_offsets(fwhm, axes, f3.shape)
     pads = [R if k in axes else 0 for k in range(3)]
     fp = xp.pad(f3, [(p, p) for p in pads], mode="edge")
     res = xp.zeros(f3.shape, dtype=f.dtype)
@@ -400,7 +408,7 @@ def blur_adjoint(y, fwhm=2.0, *, num_dims=3):
     xp = array_namespace(y)
     y3 = _as3d(y)
     axes = _axes(num_dims)
-    offs, ws, R = _raised_cosine_offsets(fwhm, axes)
+    offs, ws, R = _raised_cosine_offsets(fwhm, axes, y3.shape)
     pads = [R if k in axes else 0 for k in range(3)]
     z = xp.zeros(tuple(n + 2 * p for n, p in zip(y3.shape, pads)), dtype=y.dtype)
     for o, w in zip(offs, ws):

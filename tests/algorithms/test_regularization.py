@@ -238,6 +238,27 @@ def test_blur_kernel_and_adjoint():
     np.testing.assert_allclose(R.high_pass(f, 2.0), f - R.blur(f, 2.0))
 
 
+def test_blur_refuses_a_width_beyond_the_array():
+    """The kernel has (2·floor(FWHM) + 1)^d taps: a FWHM of 2**40 voxels ran for ever (a
+    fuzz run drew it), inf and 1e308 raised OverflowError. Up to the largest filtered
+    dimension it runs, and its kernel still sums to one."""
+    f = np.random.default_rng(3).random((3, 5, 7))
+    ct = tomographicModels()
+    for fwhm in (2.0 ** 40, 1e308, math.inf, 7.5):
+        with pytest.raises(ValueError, match="largest filtered dimension, 7 voxels"):
+            R.blur(f, fwhm)
+        with pytest.raises(ValueError, match="largest filtered dimension"):
+            R.blur_adjoint(f, fwhm)
+        with pytest.raises(ValueError, match="largest filtered dimension"):
+            ct.BlurFilter(f.astype(np.float32), fwhm)
+    # num_dims=2 filters (y, x) only: its bound is max(ny, nx) as well
+    with pytest.raises(ValueError, match="7 voxels"):
+        R.blur(f, 8.0, num_dims=2)
+    const = np.full(f.shape, 2.0)
+    np.testing.assert_allclose(R.blur(const, 7.0), const)
+    np.testing.assert_allclose(R.blur(const, 7.0, num_dims=2), const)
+
+
 def test_median_filter():
     import scipy.ndimage as nd
     rng = np.random.default_rng(8)
