@@ -45,6 +45,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from ..footprints import FLAT, PARALLEL
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
@@ -72,30 +73,68 @@ def all_direct(source_z, sdd, center_row, magnify_z, z0, voxel_height, pixel_hei
 
 
 @numba.njit(**INLINE)
-def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-                      sdd, sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod):
-    """``fp[ix − ix0] = (c_lo, c_hi, weight)`` for the voxel columns ``lo <= ix < hi`` of
-    the row at y, one view; weight 0 where the column is behind the source.
-
-    Direct rows (parallel, fan) need nothing else per column, so both kernels compute
-    a row's footprints first, in a loop of its own: its iterations are independent, so
-    the divisions and square roots of neighbouring columns overlap instead of each
-    waiting on the previous column's memory traffic (back-projector and projector 25 to
-    50 % faster). ``dist_sod > 0``: FBP's distance weight (fan, cone-parallel).
-    """
+def _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+                   sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod,
+                   distance_weight):
+    """The loop of :func:`direct_footprints`, for one ``model`` and ``distance_weight``
+    (whether to apply FBP's distance weight): called with constants for both, it has no
+    branch left and LLVM vectorises it (unconditional stores into the three rows of
+    fp)."""
+    c_lo_row = fp[0]
+    c_hi_row = fp[1]
+    weight_row = fp[2]
     for ix in range(lo, hi):
         x = x0 + ix * voxel_width
         c_lo, c_hi, weight, dist, dz = axial_footprint(
             model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
             voxel_width, pixel_width, center_col)
-        if dist_sod > 0.0:
+        if distance_weight:
             weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-        if not dist > 0.0:
-            weight = 0.0
-        j = ix - ix0
-        fp[j, 0] = c_lo
-        fp[j, 1] = c_hi
-        fp[j, 2] = weight
+        weight = weight if dist > 0.0 else 0.0
+        j = np.uintp(ix - ix0)
+        c_lo_row[j] = c_lo
+        c_hi_row[j] = c_hi
+        weight_row[j] = weight
+
+
+@numba.njit(**INLINE)
+def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                      sdd, sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod):
+    """``fp[:, ix − ix0] = (c_lo, c_hi, weight)`` for the voxel columns ``lo <= ix < hi`` of
+    the row at y, one view; fp : (3, >= hi − ix0) float64; weight 0 where the column is
+    behind the source.
+
+    Direct rows (parallel, fan) need nothing else per column, so both kernels compute
+    a row's footprints first, in a loop of its own: its iterations are independent, so
+    the divisions and square roots of neighbouring columns overlap instead of each
+    waiting on the previous column's memory traffic (back-projector and projector 25 to
+    50 % faster). For the flat fan and parallel models the loop is specialised on the
+    model and on the distance weight, so LLVM vectorises it: four columns per divide
+    and square root (fan footprints 2.3 to 2.5× faster per column). ``dist_sod > 0``:
+    FBP's distance weight (fan, cone-parallel).
+    """
+    # Constant model and flag per call of _footprint_row: each is its own vectorised loop.
+    if dist_sod > 0.0:
+        if model == FLAT:
+            _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
+                           par_weight, sdd, sod, pitch, FLAT, voxel_width, pixel_width,
+                           center_col, dist_sod, True)
+        else:
+            _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
+                           par_weight, sdd, sod, pitch, model, voxel_width, pixel_width,
+                           center_col, dist_sod, True)
+    elif model == FLAT:
+        _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                       sdd, sod, pitch, FLAT, voxel_width, pixel_width, center_col, dist_sod,
+                       False)
+    elif model == PARALLEL:
+        _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                       sdd, sod, pitch, PARALLEL, voxel_width, pixel_width, center_col,
+                       dist_sod, False)
+    else:
+        _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                       sdd, sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod,
+                       False)
 
 
 #: Voxel bytes per block of volume rows that the direct-row projector adds to a group of
@@ -115,7 +154,7 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
                          pixel_height, center_col, center_row, dist_sod):
     """Rows ``iy_lo <= iy < iy_hi`` of the volume S = volume_z_columns(f) (ny, nx, nz) into
     one view's accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, nrows) float64, direct
-    rows; fp : (nx, 3) float64 scratch."""
+    rows; fp : (3, nx) float64 scratch."""
     ny, nx, nz = S.shape
     nrows = acc.shape[1]
     ncols = acc.shape[0] - GUARD_LO - GUARD_HI
@@ -136,9 +175,9 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
                           sdd, sod, pitch, model, voxel_width, pixel_width, center_col,
                           dist_sod)
         for ix in range(lo, hi):
-            c_lo = fp[ix, 0]
-            c_hi = fp[ix, 1]
-            weight = fp[ix, 2]
+            c_lo = fp[0, ix]
+            c_hi = fp[1, ix]
+            weight = fp[2, ix]
             if weight == 0.0:
                 continue
             v0 = (iy * nx + ix) * nz + k0
@@ -164,7 +203,7 @@ def _project_direct_views(S, g, acc, fp, a0, a1, col_dir, source_xy, source_z, s
     """Views ``a0 <= a < a1`` of the projector into g, direct rows, S = volume_z_columns(f)
     (ny, nx, nz): a block of volume rows (:data:`DIRECT_BLOCK_BYTES`) into each view in
     turn, so the block comes from memory once for the group.
-    acc : (>= a1 - a0, GUARD_LO + ncols + GUARD_HI, nrows), fp : (nx, 3) float64 scratch.
+    acc : (>= a1 - a0, GUARD_LO + ncols + GUARD_HI, nrows), fp : (3, nx) float64 scratch.
     """
     ny, nx, nz = S.shape
     nrows, ncols = g.shape[1], g.shape[2]
@@ -292,7 +331,7 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
         for grp in prange(ngroups):
             acc = np.empty((DIRECT_GROUP, GUARD_LO + ncols + GUARD_HI, nrows),
                            dtype=np.float64)
-            fp = np.empty((S.shape[1], 3), dtype=np.float64)
+            fp = np.empty((3, S.shape[1]), dtype=np.float64)
             a0 = grp * DIRECT_GROUP
             _project_direct_views(S, g, acc, fp, a0, min(na, a0 + DIRECT_GROUP), col_dir,
                                   source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0,
@@ -353,12 +392,12 @@ def _gather_direct_column(Gf, ga, nrows, ncols, c_lo, c_hi, weight, n, sf, c0):
 def _gather_direct_row(Gf, ga, nrows, ncols, sf, s0, nz, fp, lo, hi, ix0, n):
     """One view into the voxel columns ``lo <= ix < hi`` of a tile row, direct rows
     (parallel, fan): the tile row's first voxel at ``sf[s0]``, columns ``nz`` apart, from
-    ``ix0``; ``fp`` (tx, 3) their footprints (:func:`direct_footprints`); ``Gf``, ``ga``
+    ``ix0``; ``fp`` (3, tx) their footprints (:func:`direct_footprints`); ``Gf``, ``ga``
     as for :func:`_gather_direct_column`."""
     for ix in range(lo, hi):
         j = ix - ix0
-        if fp[j, 2] != 0.0:
-            _gather_direct_column(Gf, ga, nrows, ncols, fp[j, 0], fp[j, 1], fp[j, 2], n, sf,
+        if fp[2, j] != 0.0:
+            _gather_direct_column(Gf, ga, nrows, ncols, fp[0, j], fp[1, j], fp[2, j], n, sf,
                                   s0 + j * nz)
 
 
@@ -373,12 +412,12 @@ def _gather_direct_row_pair(Gf, ga, gb, nrows, ncols, sf, s0, nz, fa, fb, lo, hi
     (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     for ix in range(lo, hi):
         j = ix - ix0
-        a_lo = fa[j, 0]
-        a_hi = fa[j, 1]
-        wa = fa[j, 2]
-        b_lo = fb[j, 0]
-        b_hi = fb[j, 1]
-        wb = fb[j, 2]
+        a_lo = fa[0, j]
+        a_hi = fa[1, j]
+        wa = fa[2, j]
+        b_lo = fb[0, j]
+        b_hi = fb[1, j]
+        wb = fb[2, j]
         c0 = s0 + j * nz
         if wa != 0.0 and wb != 0.0 and a_hi - a_lo <= 1.0 and b_hi - b_lo <= 1.0:
             fl, o0, o1 = two_tap(a_lo, a_hi, ncols)
@@ -412,7 +451,7 @@ def _gather_direct_views(G, slab, fa, fb, a, b, lo, hi, iy0, ix0, shift, col_dir
                          dist_sod):
     """Views ``a`` and ``b`` (``b < 0``: view a alone) into a tile, direct rows with the
     same ``shift``: per tile row their footprints (:func:`direct_footprints`, into the
-    (tx, 3) scratch ``fa`` and ``fb``), then one pass over each voxel column for both
+    (3, tx) scratch ``fa`` and ``fb``), then one pass over each voxel column for both
     (:func:`_gather_direct_row_pair`): each voxel is read and written once for the two
     views, and the set-up of a pass over a column is shared (parallel and fan
     back-projection 5 to 15 % faster at 128³ and 256³). G and the tile are read through
@@ -487,8 +526,8 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         inside = inside or lo[r] < hi[r]
     if not inside:
         return
-    fa = np.empty((tx, 3), dtype=np.float64)
-    fb = np.empty((tx, 3), dtype=np.float64)
+    fa = np.empty((3, tx), dtype=np.float64)
+    fb = np.empty((3, tx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
     sf = slab.reshape(-1)
