@@ -18,13 +18,10 @@ isocentre, mm), ``H = Re(FFT(h))``. Its kernels are 2π times the textbook ones;
 from __future__ import annotations
 
 import math
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
-import scipy.fft
+
+from .kernels.cpu import filters as _cpu_filters
 
 #: Windows leap adds on top of LEAP's family, as functions of ω/π ∈ [0, 1].
 WINDOWS = {
@@ -172,69 +169,11 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     n = 2 * (H.size - 1)
     ne = min(n - num_cols - 1, 100) if extrapolate else 0
     real = np.float32 if g.dtype == np.float32 else np.float64
-    H = np.asarray(H, dtype=real)
     rows = g.reshape(-1, num_cols)
-    # Blocks of about 1 MB of padded rows: each block's temporaries (padded rows,
-    # spectra) stay in cache, and the blocks are filtered on parallel threads (one
-    # single-threaded FFT per block: about 1.5x faster here than the FFT library
-    # splitting each transform over threads, as the weighting and copies run in
-    # parallel too).
-    step = max(1, (1 << 20) // (n * np.dtype(real).itemsize))
-    starts = range(0, rows.shape[0], step)
-
-    def filter_block(start):
-        block = rows[start:start + step]
-        if ne > 0 and not transpose:
-            pad = np.zeros((block.shape[0], n), dtype=real)
-            pad[:, :num_cols] = block
-            pad[:, num_cols:num_cols + ne] = block[:, -1:]
-            pad[:, n - ne:] = block[:, :1]
-        else:
-            pad = block.astype(real, copy=False)
-        # rfft zero-pads to n itself.
-        spec = scipy.fft.rfft(pad, n=n, axis=1)
-        spec *= H
-        out = scipy.fft.irfft(spec, n=n, axis=1, overwrite_x=True)
-        if ne > 0 and transpose:
-            # Where the two extensions overlap the leading-edge one was written last.
-            out[:, num_cols - 1] += out[:, num_cols:min(num_cols + ne, n - ne)].sum(axis=1)
-            out[:, 0] += out[:, n - ne:].sum(axis=1)
-        block[:] = out[:, :num_cols]
-
-    threads = min(numba.get_num_threads(), len(starts))
-    if threads <= 1:
-        for start in starts:
-            filter_block(start)
-        return
-    for _ in _block_pool(threads).map(filter_block, starts):
-        pass
-
-
-_POOL: list = []  # [(threads, executor)] of the last call, kept between calls
-_POOL_LOCK = threading.Lock()
-
-
-def _block_pool(threads: int) -> ThreadPoolExecutor:
-    """The executor filter_rows runs its row blocks on, ``threads`` workers, kept between
-    calls (FBP filters a few MB of views per call: starting and joining threads each
-    time cost 10 to 25 % of its filtering) and made anew after a fork, whose child has
-    none of the parent's threads."""
-    with _POOL_LOCK:
-        if not _POOL or _POOL[0][0] != threads:
-            if _POOL:
-                # Blocks already submitted by another caller still run to the end.
-                _POOL.pop()[1].shutdown(wait=False)
-            _POOL.append((threads, ThreadPoolExecutor(threads, thread_name_prefix="leap-filter")))
-        return _POOL[0][1]
-
-
-def _forget_pool_after_fork():
-    global _POOL_LOCK
-    _POOL.clear()
-    _POOL_LOCK = threading.Lock()   # a parent thread may have held it at the fork
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    if rows.dtype != real:
+        raise ValueError(f"filter_rows filters float32 or float64 rows, got {g.dtype}")
+    _cpu_filters.filter_rows(rows, np.ascontiguousarray(H, dtype=real), n, ne, transpose,
+                             _cpu_filters.rows_per_block(n, np.dtype(real).itemsize))
 
 
 def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -> np.ndarray:

@@ -77,6 +77,9 @@ def test_filter_rows_rejects_arrays_it_cannot_filter_in_place():
     x = np.zeros((4, 6, 10), dtype=np.float32)[:, :, ::2]
     with pytest.raises(ValueError, match="C-contiguous"):
         filters.filter_rows(x, ramp_response(5, 1.0))
+    for dtype in (np.int32, np.float16, np.complex64):
+        with pytest.raises(ValueError, match="float32 or float64"):
+            filters.filter_rows(np.zeros((3, 5), dtype=dtype), ramp_response(5, 1.0))
 
 
 def _filtered_in_child(x, H, conn):
@@ -86,20 +89,20 @@ def _filtered_in_child(x, H, conn):
     conn.close()
 
 
-def test_filter_rows_shares_its_thread_pool_safely():
-    """filter_rows keeps its worker threads between calls: calls from several threads at
-    once share them, and a forked child (which has none of them) makes its own."""
+def test_filter_rows_is_thread_and_fork_safe():
+    """filter_rows runs its blocks of rows on Numba's threads: calls from several threads
+    at once, and a call in a forked child, give the single call's result."""
     import multiprocessing
     from concurrent.futures import ThreadPoolExecutor
 
     rng = np.random.default_rng(5)
     H = ramp_response(64, 1.0)
-    # 4800 rows of 128 padded samples: three blocks of rows, so the pool is used.
+    # 4800 rows of 128 padded samples: many blocks of rows, on all threads.
     xs = [rng.standard_normal((8, 600, 64)).astype(np.float32) for _ in range(4)]
     expected = []
     for x in xs:
         y = x.copy()
-        filters.filter_rows(y, H)   # the parent now holds the pool
+        filters.filter_rows(y, H)   # the parent has run Numba's threads
         expected.append(y)
 
     def run(x):
