@@ -300,9 +300,11 @@ def _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpa
         if n_add:
             q.fill(0.0)
             q[:, :, first:first + nc] = _views_of(w2, vs, ve) * g[vs:ve]
+            q *= _pre_weights(factors, vs, ve)
         else:
-            np.copyto(q, g[vs:ve], casting="unsafe")
-        q *= _pre_weights(factors, vs, ve)
+            # One pass, not a copy and a multiply: float32 operands, as q *= w computes.
+            np.multiply(g[vs:ve], _pre_weights(factors, vs, ve), out=q, dtype=np.float32,
+                        casting="unsafe")
         filter_rows(q, H, extrapolate=truncated_scan)
         if post is not None:
             q *= _views_of(post, vs, ve)
