@@ -6,6 +6,7 @@ interpolating cumulative sums.
 The two forms are the same linear operator; the values keep float32 data's accuracy
 where differences of float32 cumulative sums lose it on data with a large mean.
 """
+import numba
 import numpy as np
 import pytest
 
@@ -88,13 +89,17 @@ def test_data_with_a_large_mean_keep_float32_accuracy(name, rng):
 
 def test_projector_blocks_of_volume_rows_cover_the_volume(rng, monkeypatch):
     """The direct-row projector adds blocks of volume rows (axial.DIRECT_BLOCK_BYTES) to a
-    group of views (axial.DIRECT_GROUP) in turn: with 1 MiB volume rows every row is a
-    block of its own, and an odd view count leaves the last group one view short."""
+    group of views (axial.direct_group) in turn: with 1 MiB volume rows every row is a
+    block of its own, and a view count one past a multiple of the group leaves a last
+    group of one view."""
     vol = leap.Volume(num_x=256, num_y=3, num_z=1024, voxel_width=1.0, voxel_height=1.0)
     assert 4 * vol.num_x * vol.num_z >= axial.DIRECT_BLOCK_BYTES
     det = leap.Detector(num_rows=1024, num_cols=262, pixel_height=1.0, pixel_width=1.0)
-    geo = leap.ParallelBeam(detector=det, angles=np.linspace(0.1, np.pi, 5, endpoint=False))
-    assert geo.num_angles % axial.DIRECT_GROUP != 0
+    threads = numba.get_num_threads()
+    views = 4 * threads + 1
+    size = axial.direct_group(views, threads, 4 * vol.num_x * vol.num_y * vol.num_z)
+    assert size == axial.DIRECT_GROUP > 1 and views % size == 1
+    geo = leap.ParallelBeam(detector=det, angles=np.linspace(0.1, np.pi, views, endpoint=False))
     # Multiples of 1/64: the cumulative sums' path is exact on them however tall the
     # columns, so the two paths must agree to their output's rounding.
     f = (rng.integers(0, 64, vol.shape) / 64).astype(np.float32)
@@ -103,6 +108,19 @@ def test_projector_blocks_of_volume_rows_cover_the_volume(rng, monkeypatch):
     sums = leap.project(geo, vol, f)
     assert np.abs(sums).max() > 0
     np.testing.assert_allclose(direct, sums, rtol=0, atol=2e-6 * np.abs(sums).max())
+
+
+def test_projector_view_groups():
+    """Groups of DIRECT_GROUP views, DIRECT_GROUP_LARGE for volumes past the cache, fewer
+    where there would be under two groups per thread."""
+    small, large = 4 * 128 ** 3, 4 * 256 ** 3
+    assert small <= axial.LARGE_VOLUME_BYTES < large
+    assert axial.direct_group(180, 2, small) == axial.DIRECT_GROUP == 2
+    assert axial.direct_group(180, 2, large) == axial.DIRECT_GROUP_LARGE == 4
+    assert axial.direct_group(10, 2, large) == 2
+    assert axial.direct_group(5, 2, large) == 1
+    assert axial.direct_group(1, 8, small) == 1
+    assert axial.direct_group(0, 0, small) == 1
 
 
 def test_backprojector_refuses_the_other_layout(rng):

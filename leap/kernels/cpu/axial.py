@@ -140,12 +140,27 @@ def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, 
 #: Voxel bytes per block of volume rows that the direct-row projector adds to a group of
 #: views before moving on: the block is read from memory once for the group and from
 #: cache for the others. At 256³ the volume exceeds the L3 cache and the projector,
-#: streaming it once per view, was bound by memory bandwidth (time ×10 from 128³);
-#: groups of two take 13 to 15 % off at 256³ and add 4 to 6 % at 128³, where the
-#: volume is in cache anyway (four: 25 % off, 13 to 24 % added).
+#: streaming it once per view, was bound by memory bandwidth (time ×10 from 128³).
 DIRECT_BLOCK_BYTES = 1 << 20
-#: Views per group in the direct-row projector (one accumulator each).
+#: Views per group in the direct-row projector (one accumulator each, GUARD_LO + ncols +
+#: GUARD_HI by nrows float64): DIRECT_GROUP, or DIRECT_GROUP_LARGE for volumes over
+#: LARGE_VOLUME_BYTES, which come from memory rather than the L3 cache. Four views:
+#: 0.90 to 0.92× the time of two at 256³, but 0.95 to 1.12× at 128³, where four 128²
+#: accumulators (540 KB) no longer fit a 512 KiB L2 cache and the volume is cached anyway
+#: (2 threads, 180 views); eight gained nothing more at 256³.
 DIRECT_GROUP = 2
+DIRECT_GROUP_LARGE = 4
+LARGE_VOLUME_BYTES = 1 << 24
+
+
+@numba.njit(**FAST_JIT)
+def direct_group(na, threads, volume_bytes):
+    """Views per group of the direct-row projector for ``na`` views on ``threads``
+    threads and a volume of ``volume_bytes``: :data:`DIRECT_GROUP` or
+    :data:`DIRECT_GROUP_LARGE`, fewer where there would be under two groups per
+    thread."""
+    size = DIRECT_GROUP_LARGE if volume_bytes > LARGE_VOLUME_BYTES else DIRECT_GROUP
+    return max(1, min(size, na // (2 * max(threads, 1))))
 
 
 @numba.njit(**INLINE)
@@ -309,10 +324,10 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
 def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
             x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
-            stretch, direct):
+            stretch, threads, direct):
     """Forward projection into g from S = volume_z_cumsum(f) (ny, nx, nz + 1) float32, one
     view per thread, or, ``direct`` (every view has direct rows, :func:`all_direct`), from
-    S = volume_z_columns(f) (ny, nx, nz), DIRECT_GROUP views per thread
+    S = volume_z_columns(f) (ny, nx, nz), groups of views per thread (:func:`direct_group`)
     (:func:`_project_direct_views`); single-slice parallel beams:
     :func:`leap.kernels.cpu.axial_slice.project`.
 
@@ -323,17 +338,18 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     modular model's per-voxel ray stretch instead of row_factor's per-row one.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
-    are the transposes of :func:`backproject`'s FBP weights.
+    are the transposes of :func:`backproject`'s FBP weights. ``threads``: the number of
+    threads the call runs on (sets the view groups, :func:`direct_group`).
     """
     na, nrows, ncols = g.shape
     if direct:
-        ngroups = (na + DIRECT_GROUP - 1) // DIRECT_GROUP
+        size = direct_group(na, threads, 4 * S.size)
+        ngroups = (na + size - 1) // size
         for grp in prange(ngroups):
-            acc = np.empty((DIRECT_GROUP, GUARD_LO + ncols + GUARD_HI, nrows),
-                           dtype=np.float64)
+            acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
             fp = np.empty((3, S.shape[1]), dtype=np.float64)
-            a0 = grp * DIRECT_GROUP
-            _project_direct_views(S, g, acc, fp, a0, min(na, a0 + DIRECT_GROUP), col_dir,
+            a0 = grp * size
+            _project_direct_views(S, g, acc, fp, a0, min(na, a0 + size), col_dir,
                                   source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0,
                                   z0, voxel_width, voxel_height, pixel_width, pixel_height,
                                   center_col, center_row, row_factor, dist_sod)

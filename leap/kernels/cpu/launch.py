@@ -81,7 +81,8 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
                   views.source_z, sdd, views.sod, views.helical_pitch,
                   views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch, direct)
+                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch,
+                  numba.get_num_threads(), direct)
     return g
 
 
