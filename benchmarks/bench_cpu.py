@@ -25,7 +25,9 @@ timed in alternation (small, large, small, large, ... ``--repeats`` times each, 
 small one at least until it has run for a second), so that both see the same machine:
 on shared machines the speed drifts by ±25 % over minutes, which would otherwise land
 in the growth column. The best time of each is reported, with the rate of voxel-view
-updates (num_voxels × num_views / time), the growth from the small size (``×``) and the
+updates (num_voxels × num_views / time), the growth from the small size (``×``, best
+over best; ``×rnd``, the median over rounds of the large size's time over the small
+one's in the same round, which the machine's drift between rounds does not move) and the
 peak extra memory of the call: the largest rise of this process's resident memory above
 its level before the call, sampled every millisecond (inputs and outputs are allocated
 beforehand, so it is the call's own temporaries).
@@ -140,22 +142,27 @@ def peak_extra_mib(fn):
 def best_times(fns, repeats, min_seconds=1.0):
     """Best wall time of each of ``fns`` after one warm-up call each, the calls taken in
     alternation: ``repeats`` rounds, and more while the first (the cheapest) has run for
-    less than ``min_seconds`` in all."""
+    less than ``min_seconds`` in all. Also the median over rounds of each call's time
+    over the first's in the same round (seconds apart, so the machine's drift over
+    minutes cancels)."""
     for fn in fns:
         fn()
     best = [float("inf")] * len(fns)
+    ratios = [[] for _ in fns]
     spent = 0.0
     rounds = 0
     while rounds < repeats or spent < min_seconds:
+        times = []
         for i, fn in enumerate(fns):
             t = time.perf_counter()
             fn()
-            dt = time.perf_counter() - t
-            best[i] = min(best[i], dt)
-            if i == 0:
-                spent += dt
+            times.append(time.perf_counter() - t)
+            best[i] = min(best[i], times[-1])
+        spent += times[0]
+        for i, t in enumerate(times):
+            ratios[i].append(t / times[0])
         rounds += 1
-    return best
+    return best, [float(np.median(r)) for r in ratios]
 
 
 def main():
@@ -170,7 +177,7 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     print(f"{'problem':<12}{'size':>5} {'op':<12}{'best s':>9}{'Gupd/s':>8}{'×':>6}"
-          f"{'extra MiB':>11}{'data MiB':>10}")
+          f"{'×rnd':>7}{'extra MiB':>11}{'data MiB':>10}")
     for name in args.problems:
         sizes = tuple(args.sizes) if args.sizes else PROBLEMS[name]
         sizes = sizes[:1] if args.small_only else sizes
@@ -191,9 +198,10 @@ def main():
             cases.append((n, vol.num_x * vol.num_y * vol.num_z * geo.num_angles,
                            max(f.nbytes, g.nbytes) / 2 ** 20, calls))
         for op in cases[0][3]:
-            times = best_times([c[3][op] for c in cases], args.repeats)
-            for (n, updates, data_mib, calls), t in zip(cases, times):
-                growth = f"{t / times[0]:6.2f}" if n != cases[0][0] else f"{'':6s}"
+            times, same_round = best_times([c[3][op] for c in cases], args.repeats)
+            for (n, updates, data_mib, calls), t, r in zip(cases, times, same_round):
+                first = n == cases[0][0]
+                growth = f"{'':6s}{'':7s}" if first else f"{t / times[0]:6.2f}{r:7.2f}"
                 extra = peak_extra_mib(calls[op])
                 print(f"{name:<12}{n:>5} {op:<12}{t:9.3f}{updates / t / 1e9:8.3f}{growth}"
                       f"{extra:11.1f}{data_mib:10.1f}", flush=True)
