@@ -51,8 +51,8 @@ from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, d
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
                       add_weighted_differences, combine_columns, cumulative_at, direct_slices,
                       fov_ix_range, gather_direct2, inverse_rho2, prefix_sum,
-                      scratch_vectors, squared_heights, three_tap, two_tap, voxel_stretch,
-                      weighted_increments)
+                      scratch_vectors, squared_heights, three_tap, two_pixels, two_tap,
+                      voxel_stretch, weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
             if weight == 0.0:
                 continue
             v0 = (iy * nx + ix) * nz + k0
-            if c_hi - c_lo <= 1.0:
+            if two_pixels(c_lo, c_hi):
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                 r0 = (int(fl) + GUARD_LO) * nrows + k0 + shift
                 add_direct2(Sf, v0, n, o0 * weight, o1 * weight, af, r0, r0 + nrows)
@@ -298,7 +298,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                 cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
             else:
                 cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
-            if c_hi - c_lo <= 1.0:
+            if two_pixels(c_lo, c_hi):
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                 w0 = o0 * weight * B
                 w1 = o1 * weight * B
@@ -390,7 +390,7 @@ def _gather_direct_column(Gf, ga, nrows, ncols, c_lo, c_hi, weight, n, sf, c0):
     the raveled row values, ``ga`` the offset of the voxels' first row in the view's
     first (guard) column, ``nrows`` from one detector column to the next; the voxels
     at ``sf[c0:c0 + n]``."""
-    if c_hi - c_lo <= 1.0:
+    if two_pixels(c_lo, c_hi):
         fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
         g0 = ga + (int(fl) + GUARD_LO) * nrows
         gather_direct2(Gf, g0, g0 + nrows, n, o0 * weight, o1 * weight, sf, c0)
@@ -435,7 +435,7 @@ def _gather_direct_row_pair(Gf, ga, gb, nrows, ncols, sf, s0, nz, fa, fb, lo, hi
         b_hi = fb[1, j]
         wb = fb[2, j]
         c0 = s0 + j * nz
-        if wa != 0.0 and wb != 0.0 and a_hi - a_lo <= 1.0 and b_hi - b_lo <= 1.0:
+        if wa != 0.0 and wb != 0.0 and two_pixels(a_lo, a_hi) and two_pixels(b_lo, b_hi):
             fl, o0, o1 = two_tap(a_lo, a_hi, ncols)
             fm, p0, p1 = two_tap(b_lo, b_hi, ncols)
             g0 = ga + (int(fl) + GUARD_LO) * nrows

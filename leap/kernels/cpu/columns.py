@@ -428,8 +428,19 @@ def fov_ix_range(y, x0, voxel_width, nx, fov_r2):
 
 
 @numba.njit(**INLINE)
+def two_pixels(c_lo, c_hi):
+    """Whether ``[c_lo, c_hi]`` meets at most two pixels, ``floor(c_lo + 0.5)`` and the
+    next: the intervals :func:`two_tap` weighs exactly (False for NaN). Every interval at
+    most one pixel wide does, and so do most wider ones: divergent beams magnify voxels
+    past a pixel near the source (14 % of the fan benchmark's column-views), and of those
+    only 2 % reach a third pixel."""
+    return c_hi <= np.floor(c_lo + 0.5) + 1.5
+
+
+@numba.njit(**INLINE)
 def two_tap(c_lo, c_hi, ncols):
-    """Overlaps of ``[c_lo, c_hi]`` (at most one pixel wide) with pixels i0 and i0 + 1.
+    """Overlaps of ``[c_lo, c_hi]`` (meeting at most two pixels, :func:`two_pixels`) with
+    pixels i0 and i0 + 1.
 
     ``i0 = floor(c_lo + 0.5)`` is returned as a float, clamped to ``[-1, ncols]``; the
     overlaps are exactly what ``overlap`` gives for those two pixels (the second may be
