@@ -168,12 +168,10 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     num_cols = g.shape[-1]
     n = 2 * (H.size - 1)
     ne = min(n - num_cols - 1, 100) if extrapolate else 0
-    real = np.float32 if g.dtype == np.float32 else np.float64
-    rows = g.reshape(-1, num_cols)
-    if rows.dtype != real:
+    if g.dtype not in (np.float32, np.float64):
         raise ValueError(f"filter_rows filters float32 or float64 rows, got {g.dtype}")
-    _cpu_filters.filter_rows(rows, np.ascontiguousarray(H, dtype=real), n, ne, transpose,
-                             _cpu_filters.rows_per_block(n, np.dtype(real).itemsize))
+    _cpu_filters.filter_rows(g.reshape(-1, num_cols), np.ascontiguousarray(H, dtype=g.dtype),
+                             n, ne, transpose, _cpu_filters.rows_per_block(n, g.itemsize))
 
 
 def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -> np.ndarray:

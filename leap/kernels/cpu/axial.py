@@ -113,28 +113,25 @@ def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, 
     and square root (fan footprints 2.3 to 2.5× faster per column). ``dist_sod > 0``:
     FBP's distance weight (fan, cone-parallel).
     """
-    # Constant model and flag per call of _footprint_row: each is its own vectorised loop.
-    if dist_sod > 0.0:
-        if model == FLAT:
-            _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
-                           par_weight, sdd, sod, pitch, FLAT, voxel_width, pixel_width,
-                           center_col, dist_sod, True)
-        else:
-            _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
-                           par_weight, sdd, sod, pitch, model, voxel_width, pixel_width,
-                           center_col, dist_sod, True)
+    # Constant model and flag per call of _footprint_row where the loop vectorises (flat
+    # fan, parallel); the other models (arc tangents, square roots of their own) take
+    # both at run time.
+    if model == FLAT and dist_sod > 0.0:
+        _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                       sdd, sod, pitch, FLAT, voxel_width, pixel_width, center_col, dist_sod,
+                       True)
     elif model == FLAT:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                        sdd, sod, pitch, FLAT, voxel_width, pixel_width, center_col, dist_sod,
                        False)
-    elif model == PARALLEL:
+    elif model == PARALLEL and not dist_sod > 0.0:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                        sdd, sod, pitch, PARALLEL, voxel_width, pixel_width, center_col,
                        dist_sod, False)
     else:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                        sdd, sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod,
-                       False)
+                       dist_sod > 0.0)
 
 
 #: Voxel bytes per block of volume rows that the direct-row projector adds to a group of
@@ -343,7 +340,7 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     """
     na, nrows, ncols = g.shape
     if direct:
-        size = direct_group(na, threads, 4 * S.size)
+        size = direct_group(na, threads, S.nbytes)
         ngroups = (na + size - 1) // size
         for grp in prange(ngroups):
             acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
