@@ -134,3 +134,25 @@ def test_backprojector_refuses_the_other_layout(rng):
     sums = np.zeros(G.shape[:2] + (G.shape[2] + 1,), dtype=np.float32)
     with pytest.raises(ValueError, match="prepare_projections"):
         launch.backproject_prepared(plan, sums, f)
+
+
+def test_two_taps_weigh_every_interval_on_two_pixels_exactly(rng):
+    """columns.two_pixels admits exactly the intervals that meet at most two pixels, and
+    on them two_tap's weights are the pixel overlaps (so the kernels may take them on two
+    taps); every interval at most one pixel wide is among them."""
+    from leap.kernels.cpu.columns import two_pixels, two_tap
+    from leap.kernels.footprints import overlap
+    ncols = 9
+    for _ in range(4000):
+        c_lo = rng.uniform(-0.5, ncols - 0.5)
+        c_hi = c_lo + rng.choice([rng.uniform(0.0, 1.0), rng.uniform(1.0, 2.5)])
+        met = [i for i in range(-1, ncols + 3) if overlap(c_lo, c_hi, i - 0.5, i + 0.5) > 0]
+        assert two_pixels(c_lo, c_hi) == (len(met) <= 2), (c_lo, c_hi, met)
+        if c_hi - c_lo <= 1.0:
+            assert two_pixels(c_lo, c_hi)
+        if two_pixels(c_lo, c_hi):
+            fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+            i0 = int(fl)
+            assert o0 == overlap(c_lo, c_hi, i0 - 0.5, i0 + 0.5)
+            assert o1 == overlap(c_lo, c_hi, i0 + 0.5, i0 + 1.5)
+    assert not two_pixels(float("nan"), 1.0) and not two_pixels(0.0, float("nan"))
