@@ -1,12 +1,14 @@
-"""The CPU back-projector adds direct-row views (parallel and fan beams) two at a time,
-one pass over each voxel column for both (leap.kernels.cpu.axial._gather_direct_views).
+"""The CPU back-projector adds direct-row views (parallel and fan beams) four at a time,
+one pass over each voxel column for the four (leap.kernels.cpu.axial._gather_direct_views,
+PASS_VIEWS), and fewer one at a time.
 
 Back-projection is linear in the views, so the result must be the sum of one-view
-back-projections, which never pair: a view dropped, counted twice or paired with the
-wrong view's values would show. Cases: an odd view count (the last view alone),
-footprints wider than a pixel next to two-tap ones (pairs that fall back to one view
-at a time), columns behind the source (zero weight), and views whose detector rows are
-shifted by different whole rows (which must not pair).
+back-projections, which never group: a view dropped, counted twice or grouped with the
+wrong view's values or weights would show. Cases: 13 views (three groups and one left
+over), footprints that meet a third pixel inside a group (added after the group's pass),
+columns behind the source (zero weight), and views whose detector rows are shifted by
+different whole rows (runs of 2, 3, 1, 4, 2 and 1 equal shifts: a shift change ends a
+group).
 """
 import numba
 import numpy as np
@@ -52,12 +54,12 @@ def _kernel_backproject(plan, g, views, row_shift):
 
 @pytest.mark.parametrize("name", ["parallel", "fan", "fan_close"])
 @pytest.mark.parametrize("shifted", [False, True])
-def test_paired_views_sum_to_the_single_views(name, shifted, rng):
+def test_grouped_views_sum_to_the_single_views(name, shifted, rng):
     geo = _geometries()[name]
     plan = make_plan(geo, VOLUME)
     g = rng.random(geo.projection_shape, dtype=np.float32)
     na = geo.num_angles
-    # Whole-row shifts keep the rows direct; runs of equal shifts pair, changes do not.
+    # Whole-row shifts keep the rows direct; runs of equal shifts group, changes do not.
     shift = np.array([0, 0, 1, 1, 1, -2, 0, 0, 0, 0, 2, 2, 0])[:na] if shifted else np.zeros(na)
     full = _kernel_backproject(plan, g, np.arange(na), shift)
     parts = sum(_kernel_backproject(plan, g, np.array([a]), shift).astype(np.float64)
@@ -66,9 +68,9 @@ def test_paired_views_sum_to_the_single_views(name, shifted, rng):
     np.testing.assert_allclose(full, parts, rtol=1e-5, atol=1e-5 * np.abs(parts).max())
 
 
-def test_the_public_backprojection_takes_the_pairs(rng):
+def test_the_public_backprojection_takes_the_groups(rng):
     """leap.backproject of a fan beam goes through the same kernel (not the single-slice
-    or modular paths), so the pairing above is what users get."""
+    or modular paths), so the grouping above is what users get."""
     geo = _geometries()["fan"]
     plan = make_plan(geo, VOLUME)
     g = rng.random(geo.projection_shape, dtype=np.float32)
