@@ -1,6 +1,6 @@
 """The CPU back-projector adds direct-row views (parallel and fan beams) four at a time,
 one pass over each voxel column for the four (leap.kernels.cpu.axial._gather_direct_views,
-PASS_VIEWS), and fewer one at a time.
+PASS_VIEWS; two or three views in the same pass with the empty places weighted 0, one alone).
 
 Back-projection is linear in the views, so the result must be the sum of one-view
 back-projections, which never group: a view dropped, counted twice or grouped with the

@@ -461,9 +461,9 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
     tap each, so each voxel is read and written once for the four views and the set-up
     of a column's pass (offsets, weights, the loop's overlap checks: with two views a
     pass, a fifth of the time at 128³) is shared by four (parallel and fan
-    back-projection 0.93 to 0.96× the time of two-view passes at 128³ and 256³). Fewer
-    views (the end of a run of equal shifts) go one at a time
-    (:func:`_gather_direct_row`). G and the tile are read
+    back-projection 0.93 to 0.96× the time of two-view passes at 128³ and 256³). Two or
+    three views (the end of a run of equal shifts) take the same pass with the empty
+    places weighted 0; one view goes alone (:func:`_gather_direct_row`). G and the tile are read
     through flat arrays and offsets (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     ty, tx, nz = slab.shape
     L, nrows = G.shape[1], G.shape[2]
@@ -494,14 +494,20 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                               consts[m, 2], consts[m, 3], sdd[v], sod, pitch, model,
                               voxel_width, pixel_width, center_col[v], dist_sod)
         s0 = r * tx * nz + k0
-        if count < PASS_VIEWS:
-            for m in range(count):
-                _gather_direct_row(Gf, views[m] * L * nrows + k0 + shift, nrows, ncols, sf,
-                                   s0, nz, fp[m], lo[r], hi[r], ix0, n)
+        if count == 1:
+            _gather_direct_row(Gf, views[0] * L * nrows + k0 + shift, nrows, ncols, sf, s0,
+                               nz, fp[0], lo[r], hi[r], ix0, n)
             continue
-        for m in range(PASS_VIEWS):
+        for m in range(count):
             any_wide |= _direct_taps(fp[m], off[m], w[m, 0], w[m, 1], wide[m], lo[r], hi[r],
                                      ix0, views[m] * L * nrows + k0 + shift, nrows, ncols)
+        for m in range(count, PASS_VIEWS):
+            # An empty place in the pass: weight 0 on the first view's (cached) rows.
+            for ix in range(lo[r], hi[r]):
+                j = ix - ix0
+                off[m, j] = off[0, j]
+                w[m, 0, j] = 0.0
+                w[m, 1, j] = 0.0
         # The pass, written out here rather than in a helper: passing arrays to an inlined
         # helper per column brought back reference-count updates (columns module notes).
         for ix in range(lo[r], hi[r]):
@@ -531,7 +537,7 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                 d = wd0 * np.float64(Gf[d0 + t]) + wd1 * np.float64(Gf[d1 + t])
                 sf[cc + t] += (a + b) + (c + d)
         if any_wide:
-            for m in range(PASS_VIEWS):
+            for m in range(count):
                 ga = views[m] * L * nrows + k0 + shift
                 for ix in range(lo[r], hi[r]):
                     j = ix - ix0
