@@ -165,6 +165,9 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     if not g.flags.c_contiguous:
         raise ValueError("filter_rows filters in place and needs a C-contiguous array; "
                          f"got strides {g.strides} for shape {g.shape}")
+    if not g.flags.writeable:
+        raise ValueError("filter_rows filters in place and needs a writeable array; got a "
+                         "read-only one (pass a copy)")
     num_cols = g.shape[-1]
     n = 2 * (H.size - 1)
     ne = min(n - num_cols - 1, 100) if extrapolate else 0

@@ -80,6 +80,12 @@ def test_filter_rows_rejects_arrays_it_cannot_filter_in_place():
     for dtype in (np.int32, np.float16, np.complex64):
         with pytest.raises(ValueError, match="float32 or float64"):
             filters.filter_rows(np.zeros((3, 5), dtype=dtype), ramp_response(5, 1.0))
+    # Read-only rows (the LEAP facade's rampFilterProjections filters the caller's array
+    # in place): a clear error, not Numba's typing error.
+    ro = np.zeros((3, 5), dtype=np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        filters.filter_rows(ro, ramp_response(5, 1.0))
 
 
 def _filtered_in_child(x, H, conn):
