@@ -453,18 +453,19 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                          col_dir, source_xy, sdd, sod, pitch, model, x0, y0, voxel_width,
                          pixel_width, center_col, dist_sod):
     """The ``count`` views ``views[:count]`` (all with direct rows and the same ``shift``)
-    into a tile. Per tile row their footprints (:func:`direct_footprints`, into
-    ``fp[m]``, (PASS_VIEWS, 3, tx) scratch) and two-tap weights (:func:`_direct_taps`,
-    into ``off[m]`` (PASS_VIEWS, tx) intp, ``w[m]`` (PASS_VIEWS, 2, tx) float64, ``wide[m]``
-    (PASS_VIEWS, tx) bool); with :data:`PASS_VIEWS` views, one pass over each voxel column
-    for all of them: ``col[k] += ((a0 + a1) + (b0 + b1)) + ((c0 + c1) + (d0 + d1))``, one
-    tap each, so each voxel is read and written once for the four views and the set-up
-    of a column's pass (offsets, weights, the loop's overlap checks: with two views a
-    pass, a fifth of the time at 128³) is shared by four (parallel and fan
-    back-projection 0.93 to 0.96× the time of two-view passes at 128³ and 256³). Two or
-    three views (the end of a run of equal shifts) take the same pass with the empty
-    places weighted 0; one view goes alone (:func:`_gather_direct_row`). G and the tile are read
-    through flat arrays and offsets (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
+    into a tile. Per tile row, each view's footprints (:func:`direct_footprints`, into
+    ``fp[m]``; fp (PASS_VIEWS, 3, tx) float64 scratch) and two-tap offsets and weights
+    (:func:`_direct_taps`, into ``off[m]``, ``w[m]``, ``wide[m]``; off (PASS_VIEWS, tx)
+    intp, w (PASS_VIEWS, 2, tx) float64, wide (PASS_VIEWS, tx) bool); then one pass over
+    each voxel column for the four views, ``col[k] += (a + b) + (c + d)`` with ``a =
+    wa0·G[a0 + k] + wa1·G[a0 + nrows + k]`` the first view's two taps, and so on: each
+    voxel is read and written once for four views, and the set-up of a column's pass
+    (offsets, weights, the loop's overlap checks; with two views a pass, a fifth of the
+    time at 128³) is shared by four (parallel and fan back-projection 0.93 to 0.96× the
+    time of two-view passes at 128³ and 256³). Two or three views (the end of a run of
+    equal shifts) take the same pass with the empty places weighted 0; one view goes
+    alone (:func:`_gather_direct_row`). G and the tile are read through flat arrays and
+    offsets (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     ty, tx, nz = slab.shape
     L, nrows = G.shape[1], G.shape[2]
     ncols = L - GUARD_LO - GUARD_HI
