@@ -666,16 +666,17 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                     voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
                 wk = W if stretch else sw
                 if c_hi - c_lo <= 2.0:
-                    # Two or three taps (three_tap is two_tap up to one pixel).
+                    # Two or three taps (three_tap is two_tap up to one pixel). One path
+                    # for one tap too: a branch reading a footprint inside one pixel
+                    # from G directly made cone back-projection slower, not faster
+                    # (without it 0.95-0.98x the time, 0.5 and 0.25 mm voxels), as each
+                    # path's helpers come with reference counts per column here.
                     fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
                     c0 = ga + (int(fl) + GUARD_LO) * (nrows + 1)
-                    if o1 == 0.0:
-                        cumulative_at(Gf, c0, nrows, A + 0.5, B, kb0, kb1, o0 * weight, E)
-                    else:
-                        combine_columns(Gf, c0, c0 + nrows + 1, c0 + 2 * (nrows + 1),
-                                        o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
-                                        B, kb0, kb1, Gc)
-                        cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
+                    combine_columns(Gf, c0, c0 + nrows + 1, c0 + 2 * (nrows + 1),
+                                    o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
+                                    B, kb0, kb1, Gc)
+                    cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
                     if weighted:
                         add_weighted_differences(E, kb0, kb1, wk, sf, col)
                     else:
