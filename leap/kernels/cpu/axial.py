@@ -473,10 +473,13 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
     n = k1 - k0
     Gf = G.reshape(-1)
     sf = slab.reshape(-1)
-    # Per-view constants once per call, not per tile row.
+    # Per-view constants once per call, not per tile row; base[m]: the flat offset in G
+    # of view m's first (guard) column, at the tile's first slice.
     consts = np.empty((count, 4), dtype=np.float64)
+    base = np.empty(count, dtype=np.intp)
     for m in range(count):
         v = views[m]
+        base[m] = v * L * nrows + k0 + shift
         cxp, cyp, half_p, par_weight = parallel_view_constants(col_dir[v, 0], col_dir[v, 1],
                                                                voxel_width, pixel_width)
         consts[m, 0] = cxp
@@ -487,7 +490,6 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
         if lo[r] >= hi[r]:
             continue
         y = y0 + (iy0 + r) * voxel_width
-        any_wide = False
         for m in range(count):
             v = views[m]
             direct_footprints(fp[m], lo[r], hi[r], ix0, x0, y, col_dir[v, 0], col_dir[v, 1],
@@ -496,12 +498,13 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                               voxel_width, pixel_width, center_col[v], dist_sod)
         s0 = r * tx * nz + k0
         if count == 1:
-            _gather_direct_row(Gf, views[0] * L * nrows + k0 + shift, nrows, ncols, sf, s0,
-                               nz, fp[0], lo[r], hi[r], ix0, n)
+            _gather_direct_row(Gf, base[0], nrows, ncols, sf, s0, nz, fp[0], lo[r], hi[r],
+                               ix0, n)
             continue
+        any_wide = False
         for m in range(count):
             any_wide |= _direct_taps(fp[m], off[m], w[m, 0], w[m, 1], wide[m], lo[r], hi[r],
-                                     ix0, views[m] * L * nrows + k0 + shift, nrows, ncols)
+                                     ix0, base[m], nrows, ncols)
         for m in range(count, PASS_VIEWS):
             # An empty place in the pass: weight 0 on the first view's (cached) rows.
             for ix in range(lo[r], hi[r]):
@@ -539,12 +542,11 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                 sf[cc + t] += (a + b) + (c + d)
         if any_wide:
             for m in range(count):
-                ga = views[m] * L * nrows + k0 + shift
                 for ix in range(lo[r], hi[r]):
                     j = ix - ix0
                     if wide[m, j]:
-                        _gather_direct_column(Gf, ga, nrows, ncols, fp[m, 0, j], fp[m, 1, j],
-                                              fp[m, 2, j], n, sf, s0 + j * nz)
+                        _gather_direct_column(Gf, base[m], nrows, ncols, fp[m, 0, j],
+                                              fp[m, 1, j], fp[m, 2, j], n, sf, s0 + j * nz)
 
 
 @numba.njit(**FAST_JIT)
