@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.kernels.cpu import axial, launch
+from leap.kernels.cpu import axial, columns, launch
 from leap.kernels.plan import make_plan
 
 VOLUME = leap.Volume(num_x=21, num_y=18, num_z=7, voxel_width=0.5, voxel_height=0.5)
@@ -31,6 +31,14 @@ def _direct_geometries():
         # Slices shifted by whole rows against the detector.
         "fan_rows_shifted": leap.FanBeam(detector=DET.with_changes(center_row=2.0),
                                          angles=ANGLES, sod=60.0, sdd=110.0),
+        # 16 rows and more: G's columns padded to an odd number of cache lines
+        # (columns.value_column_length), slices shifted both ways past the detector.
+        "fan_tall_shifted": leap.FanBeam(detector=DET.with_changes(num_rows=19,
+                                                                   center_row=7.0),
+                                         angles=ANGLES, sod=60.0, sdd=110.0),
+        "parallel_tall_shifted": leap.ParallelBeam(
+            detector=DET.with_changes(num_rows=16, pixel_width=0.5, center_row=11.0),
+            angles=ANGLES / 2),
     }
 
 
@@ -123,17 +131,31 @@ def test_projector_view_groups():
     assert axial.direct_group(0, 0, small) == 1
 
 
-def test_backprojector_refuses_the_other_layout(rng):
-    geo = _direct_geometries()["fan"]
+@pytest.mark.parametrize("name", ["fan", "fan_tall_shifted"])
+def test_backprojector_reads_prepared_views_and_refuses_other_shapes(name, rng):
+    geo = _direct_geometries()[name]
     plan = make_plan(geo, VOLUME)
     g = rng.random(geo.projection_shape, dtype=np.float32)
     G = launch.prepare_projections(plan, g)
+    nr = geo.detector.num_rows
+    assert G.shape[2] == columns.value_column_length(nr) > nr
+    assert not G[:, :, nr:].any()
     f = np.empty(VOLUME.shape, dtype=np.float32)
     np.testing.assert_array_equal(launch.backproject_prepared(plan, G, f),
                                   leap.backproject(geo, VOLUME, g))
-    sums = np.zeros(G.shape[:2] + (G.shape[2] + 1,), dtype=np.float32)
-    with pytest.raises(ValueError, match="prepare_projections"):
-        launch.backproject_prepared(plan, sums, f)
+    for rows in (nr, G.shape[2] + 1):
+        with pytest.raises(ValueError, match="prepare_projections"):
+            launch.backproject_prepared(plan, np.zeros(G.shape[:2] + (rows,), np.float32), f)
+
+
+def test_value_columns_are_an_odd_number_of_cache_lines_from_16_rows():
+    for nr in range(1, 1100):
+        m = columns.value_column_length(nr)
+        assert m > nr
+        if nr < 16:
+            assert m == nr + 1
+        else:
+            assert m % 16 == 0 and (m // 16) % 2 == 1 and m - nr <= 32
 
 
 def test_two_taps_weigh_every_interval_on_two_pixels_exactly(rng):

@@ -381,28 +381,28 @@ def tile_edge(nz, ny, nx, threads):
 
 
 @numba.njit(**INLINE)
-def _gather_direct_column(Gf, ga, nrows, ncols, c_lo, c_hi, weight, n, sf, c0):
+def _gather_direct_column(Gf, ga, stride, ncols, c_lo, c_hi, weight, n, sf, c0):
     """One view's footprint ``[c_lo, c_hi]`` (weight ``weight``) into ``n`` voxels of a
     voxel column, direct rows. Flat arrays and offsets (:func:`gather_direct2`): ``Gf``
     the raveled row values, ``ga`` the offset of the voxels' first row in the view's
-    first (guard) column, ``nrows`` from one detector column to the next; the voxels
+    first (guard) column, ``stride`` from one detector column to the next; the voxels
     at ``sf[c0:c0 + n]``."""
     if two_pixels(c_lo, c_hi):
         fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-        g0 = ga + (int(fl) + GUARD_LO) * nrows
-        gather_direct2(Gf, g0, g0 + nrows, n, o0 * weight, o1 * weight, sf, c0)
+        g0 = ga + (int(fl) + GUARD_LO) * stride
+        gather_direct2(Gf, g0, g0 + stride, n, o0 * weight, o1 * weight, sf, c0)
     else:
         i0, i1 = column_range(c_lo, c_hi, ncols)
         for i in range(i0, i1 + 1):
             w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
             if w == 0.0:
                 continue
-            g0 = ga + (i + GUARD_LO) * nrows
+            g0 = ga + (i + GUARD_LO) * stride
             gather_direct2(Gf, g0, g0, n, w, 0.0, sf, c0)
 
 
 @numba.njit(**INLINE)
-def _gather_direct_row(Gf, ga, nrows, ncols, sf, s0, nz, fp, lo, hi, ix0, n):
+def _gather_direct_row(Gf, ga, stride, ncols, sf, s0, nz, fp, lo, hi, ix0, n):
     """One view into the voxel columns ``lo <= ix < hi`` of a tile row, direct rows
     (parallel, fan): the tile row's first voxel at ``sf[s0]``, columns ``nz`` apart, from
     ``ix0``; ``fp`` (3, tx) their footprints (:func:`direct_footprints`); ``Gf``, ``ga``
@@ -410,7 +410,7 @@ def _gather_direct_row(Gf, ga, nrows, ncols, sf, s0, nz, fp, lo, hi, ix0, n):
     for ix in range(lo, hi):
         j = ix - ix0
         if fp[2, j] != 0.0:
-            _gather_direct_column(Gf, ga, nrows, ncols, fp[0, j], fp[1, j], fp[2, j], n, sf,
+            _gather_direct_column(Gf, ga, stride, ncols, fp[0, j], fp[1, j], fp[2, j], n, sf,
                                   s0 + j * nz)
 
 
@@ -420,7 +420,7 @@ PASS_VIEWS = 4
 
 
 @numba.njit(**INLINE)
-def _direct_taps(fp, off, w0, w1, wide, lo, hi, ix0, ga, nrows, ncols):
+def _direct_taps(fp, off, w0, w1, wide, lo, hi, ix0, ga, stride, ncols):
     """One view's two-tap weights for the voxel columns ``lo <= ix < hi`` of a tile row,
     from its footprints ``fp`` (3, tx) (:func:`direct_footprints`): ``off[j]`` the flat
     offset in G of the first tap's rows (``ga`` that of the view's first guard column),
@@ -439,7 +439,7 @@ def _direct_taps(fp, off, w0, w1, wide, lo, hi, ix0, ga, nrows, ncols):
         use = two & (weight != 0.0)
         fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
         fl = fl if use else 0.0
-        off[j] = ga + (np.intp(fl) + GUARD_LO) * nrows
+        off[j] = ga + (np.intp(fl) + GUARD_LO) * stride
         w0[j] = o0 * weight if use else 0.0
         w1[j] = o1 * weight if use else 0.0
         is_wide = (not two) & (weight != 0.0)
@@ -458,7 +458,7 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
     (:func:`_direct_taps`, into ``off[m]``, ``w[m]``, ``wide[m]``; off (PASS_VIEWS, tx)
     intp, w (PASS_VIEWS, 2, tx) float64, wide (PASS_VIEWS, tx) bool); then one pass over
     each voxel column for the four views, ``col[k] += (a + b) + (c + d)`` with ``a =
-    wa0·G[a0 + k] + wa1·G[a0 + nrows + k]`` the first view's two taps, and so on: each
+    wa0·G[a0 + k] + wa1·G[a0 + stride + k]`` the first view's two taps, and so on: each
     voxel is read and written once for four views, and the set-up of a column's pass
     (offsets, weights, the loop's overlap checks; with two views a pass, a fifth of the
     time at 128³) is shared by four (parallel and fan back-projection 0.93 to 0.96× the
@@ -467,9 +467,9 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
     alone (:func:`_gather_direct_row`). G and the tile are read through flat arrays and
     offsets (:func:`~leap.kernels.cpu.columns.gather_direct2`)."""
     ty, tx, nz = slab.shape
-    L, nrows = G.shape[1], G.shape[2]
+    L, stride = G.shape[1], G.shape[2]
     ncols = L - GUARD_LO - GUARD_HI
-    k0, k1 = direct_slices(shift, nz, nrows)
+    k0, k1 = direct_slices(shift, nz, stride - 1)
     n = k1 - k0
     Gf = G.reshape(-1)
     sf = slab.reshape(-1)
@@ -479,7 +479,7 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
     base = np.empty(count, dtype=np.intp)
     for m in range(count):
         v = views[m]
-        base[m] = v * L * nrows + k0 + shift
+        base[m] = v * L * stride + k0 + shift
         cxp, cyp, half_p, par_weight = parallel_view_constants(col_dir[v, 0], col_dir[v, 1],
                                                                voxel_width, pixel_width)
         consts[m, 0] = cxp
@@ -498,13 +498,13 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                               voxel_width, pixel_width, center_col[v], dist_sod)
         s0 = r * tx * nz + k0
         if count == 1:
-            _gather_direct_row(Gf, base[0], nrows, ncols, sf, s0, nz, fp[0], lo[r], hi[r],
+            _gather_direct_row(Gf, base[0], stride, ncols, sf, s0, nz, fp[0], lo[r], hi[r],
                                ix0, n)
             continue
         any_wide = False
         for m in range(count):
             any_wide |= _direct_taps(fp[m], off[m], w[m, 0], w[m, 1], wide[m], lo[r], hi[r],
-                                     ix0, base[m], nrows, ncols)
+                                     ix0, base[m], stride, ncols)
         for m in range(count, PASS_VIEWS):
             # An empty place in the pass: weight 0 on the first view's (cached) rows.
             for ix in range(lo[r], hi[r]):
@@ -517,13 +517,13 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
         for ix in range(lo[r], hi[r]):
             j = ix - ix0
             a0 = np.uintp(off[0, j])
-            a1 = a0 + np.uintp(nrows)
+            a1 = a0 + np.uintp(stride)
             b0 = np.uintp(off[1, j])
-            b1 = b0 + np.uintp(nrows)
+            b1 = b0 + np.uintp(stride)
             c0 = np.uintp(off[2, j])
-            c1 = c0 + np.uintp(nrows)
+            c1 = c0 + np.uintp(stride)
             d0 = np.uintp(off[3, j])
-            d1 = d0 + np.uintp(nrows)
+            d1 = d0 + np.uintp(stride)
             wa0 = w[0, 0, j]
             wa1 = w[0, 1, j]
             wb0 = w[1, 0, j]
@@ -545,7 +545,7 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                 for ix in range(lo[r], hi[r]):
                     j = ix - ix0
                     if wide[m, j]:
-                        _gather_direct_column(Gf, base[m], nrows, ncols, fp[m, 0, j],
+                        _gather_direct_column(Gf, base[m], stride, ncols, fp[m, 0, j],
                                               fp[m, 1, j], fp[m, 2, j], n, sf, s0 + j * nz)
 
 
@@ -571,10 +571,10 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
     """
     weighted = slice_w.shape[0] > 0 or stretch
     ty, tx, nz = slab.shape
-    na, L, nrows = G.shape
+    na, L, stride = G.shape
     ncols = L - GUARD_LO - GUARD_HI
-    if not direct:
-        nrows -= 1
+    # Exact for cumulative sums; direct rows past the detector's are zero (backproject).
+    nrows = stride - 1
     slab[:, :, :] = 0.0
     # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
     lo = np.empty(ty, dtype=np.intp)
@@ -709,7 +709,8 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
     """Matched back-projection into f from G = projection_row_cumsum(g), (na, GUARD_LO +
     ncols + GUARD_HI, nrows + 1) float32, or, ``direct`` (every view has direct rows,
     :func:`all_direct`), from G = projection_row_values(g) (na, GUARD_LO + ncols +
-    GUARD_HI, nrows). f : (nz, ny, nx) float32, overwritten. Other arguments as for :func:`project`. One square tile of
+    GUARD_HI, value_column_length(nrows)), whose rows past the detector's are zero: the
+    kernel takes G.shape[2] − 1 rows from either. f : (nz, ny, nx) float32, overwritten. Other arguments as for :func:`project`. One square tile of
     voxel columns (:func:`tile_edge`) per thread at a time (single-slice parallel
     beams: :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
     FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
@@ -718,7 +719,7 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
     runs on (sets the tile size, :func:`tile_edge`).
     """
     nz, ny, nx = f.shape
-    nrows = G.shape[2] if direct else G.shape[2] - 1
+    nrows = G.shape[2] - 1
     t = tile_edge(nz, ny, nx, threads)
     nty = (ny + t - 1) // t
     ntx = (nx + t - 1) // t

@@ -103,7 +103,7 @@ def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> n
 def prepared_shape(plan) -> tuple[int, int, int]:
     """Shape of :func:`prepare_projections` of all the plan's views."""
     na, nr, nc = plan.geometry.projection_shape
-    rows = nr if direct_rows(plan) else nr + 1
+    rows = columns.value_column_length(nr) if direct_rows(plan) else nr + 1
     return na, columns.GUARD_LO + nc + columns.GUARD_HI, rows
 
 
@@ -124,7 +124,6 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
     :func:`uses_axial_kernels`)."""
     expected = prepared_shape(plan)
     if G.shape != expected:
-        # Values and cumulative sums differ by one row: the wrong one would be misread.
         raise ValueError(f"G must be prepare_projections(plan, g), shape {expected}; "
                          f"got {G.shape}")
     s = plan.scalars()
