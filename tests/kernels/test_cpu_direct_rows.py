@@ -32,7 +32,7 @@ def _direct_geometries():
         "fan_rows_shifted": leap.FanBeam(detector=DET.with_changes(center_row=2.0),
                                          angles=ANGLES, sod=60.0, sdd=110.0),
         # 16 rows and more: G's columns padded to an odd number of cache lines
-        # (columns.value_column_length), slices shifted both ways past the detector.
+        # (columns.column_length), slices shifted both ways past the detector.
         "fan_tall_shifted": leap.FanBeam(detector=DET.with_changes(num_rows=19,
                                                                    center_row=7.0),
                                          angles=ANGLES, sod=60.0, sdd=110.0),
@@ -138,7 +138,7 @@ def test_backprojector_reads_prepared_views_and_refuses_other_shapes(name, rng):
     g = rng.random(geo.projection_shape, dtype=np.float32)
     G = launch.prepare_projections(plan, g)
     nr = geo.detector.num_rows
-    assert G.shape[2] == columns.value_column_length(nr) > nr
+    assert G.shape[2] == columns.column_length(nr, 4) > nr
     assert not G[:, :, nr:].any()
     f = np.empty(VOLUME.shape, dtype=np.float32)
     np.testing.assert_array_equal(launch.backproject_prepared(plan, G, f),
@@ -148,14 +148,23 @@ def test_backprojector_reads_prepared_views_and_refuses_other_shapes(name, rng):
             launch.backproject_prepared(plan, np.zeros(G.shape[:2] + (rows,), np.float32), f)
 
 
-def test_value_columns_are_an_odd_number_of_cache_lines_from_16_rows():
-    for nr in range(1, 1100):
-        m = columns.value_column_length(nr)
-        assert m > nr
-        if nr < 16:
-            assert m == nr + 1
+@pytest.mark.parametrize("shape", [(1, 3, 5), (7, 4, 6), (8, 2, 3), (19, 5, 9)])
+def test_volume_z_columns_is_the_transposed_volume(shape, rng):
+    """Slices are copied columns.Z_BLOCK at a time: counts below, at and past a block."""
+    f = rng.random(shape, dtype=np.float32)
+    np.testing.assert_array_equal(columns.volume_z_columns(f), np.moveaxis(f, 0, -1))
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_columns_are_an_odd_number_of_cache_lines_from_one_line_on(itemsize):
+    per_line = 64 // itemsize
+    for n in range(1, 1100):
+        m = columns.column_length(n, itemsize)
+        assert m > n
+        if n < per_line:
+            assert m == n + 1
         else:
-            assert m % 16 == 0 and (m // 16) % 2 == 1 and m - nr <= 32
+            assert m % per_line == 0 and (m // per_line) % 2 == 1 and m - n <= 2 * per_line
 
 
 def test_two_taps_weigh_every_interval_on_two_pixels_exactly(rng):

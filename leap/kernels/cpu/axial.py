@@ -49,8 +49,8 @@ from ..footprints import FLAT, PARALLEL
 from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2, add_direct2,
-                      add_weighted_differences, combine_columns, cumulative_at, direct_slices,
-                      fov_ix_range, gather_direct2, inverse_rho2, prefix_sum,
+                      add_weighted_differences, column_length, combine_columns, cumulative_at,
+                      direct_slices, fov_ix_range, gather_direct2, inverse_rho2, prefix_sum,
                       scratch_vectors, squared_heights, three_tap, two_pixels, two_tap,
                       voxel_stretch, weighted_increments)
 
@@ -140,7 +140,7 @@ def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, 
 #: streaming it once per view, was bound by memory bandwidth (time ×10 from 128³).
 DIRECT_BLOCK_BYTES = 1 << 20
 #: Views per group in the direct-row projector (one accumulator each, GUARD_LO + ncols +
-#: GUARD_HI by nrows float64): DIRECT_GROUP, or DIRECT_GROUP_LARGE for volumes over
+#: GUARD_HI by column_length(nrows, 8) float64): DIRECT_GROUP, or DIRECT_GROUP_LARGE for volumes over
 #: LARGE_VOLUME_BYTES, which come from memory rather than the L3 cache. Four views:
 #: 0.90 to 0.92× the time of two at 256³, but 0.95 to 1.12× at 128³, where four 128²
 #: accumulators (540 KB) no longer fit a 512 KiB L2 cache and the volume is cached anyway
@@ -161,14 +161,14 @@ def direct_group(na, threads, volume_bytes):
 
 
 @numba.njit(**INLINE)
-def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod, pitch, model,
-                         fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+def _project_direct_rows(S, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod, pitch,
+                         model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                          pixel_height, center_col, center_row, dist_sod):
     """Rows ``iy_lo <= iy < iy_hi`` of the volume S = volume_z_columns(f) (ny, nx, nz) into
-    one view's accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, nrows) float64, direct
-    rows; fp : (3, nx) float64 scratch."""
+    one view's accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8))
+    float64, direct rows; fp : (3, nx) float64 scratch."""
     ny, nx, nz = S.shape
-    nrows = acc.shape[1]
+    stride = acc.shape[1]
     ncols = acc.shape[0] - GUARD_LO - GUARD_HI
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
     A, B, _ = row_mapping(z0, voxel_height, zs, 1.0, sdd, False, pixel_height, center_row)
@@ -195,15 +195,15 @@ def _project_direct_rows(S, acc, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod,
             v0 = (iy * nx + ix) * nz + k0
             if two_pixels(c_lo, c_hi):
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                r0 = (int(fl) + GUARD_LO) * nrows + k0 + shift
-                add_direct2(Sf, v0, n, o0 * weight, o1 * weight, af, r0, r0 + nrows)
+                r0 = (int(fl) + GUARD_LO) * stride + k0 + shift
+                add_direct2(Sf, v0, n, o0 * weight, o1 * weight, af, r0, r0 + stride)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                     if w == 0.0:
                         continue
-                    r0 = (i + GUARD_LO) * nrows + k0 + shift
+                    r0 = (i + GUARD_LO) * stride + k0 + shift
                     add_direct2(Sf, v0, n, w, 0.0, af, r0, r0)
 
 
@@ -215,7 +215,8 @@ def _project_direct_views(S, g, acc, fp, a0, a1, col_dir, source_xy, source_z, s
     """Views ``a0 <= a < a1`` of the projector into g, direct rows, S = volume_z_columns(f)
     (ny, nx, nz): a block of volume rows (:data:`DIRECT_BLOCK_BYTES`) into each view in
     turn, so the block comes from memory once for the group.
-    acc : (>= a1 - a0, GUARD_LO + ncols + GUARD_HI, nrows), fp : (3, nx) float64 scratch.
+    acc : (>= a1 - a0, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), fp : (3, nx)
+    float64 scratch.
     """
     ny, nx, nz = S.shape
     nrows, ncols = g.shape[1], g.shape[2]
@@ -224,7 +225,7 @@ def _project_direct_views(S, g, acc, fp, a0, a1, col_dir, source_xy, source_z, s
     for iy_lo in range(0, ny, step):
         iy_hi = min(ny, iy_lo + step)
         for a in range(a0, a1):
-            _project_direct_rows(S, acc[a - a0], fp, iy_lo, iy_hi, col_dir[a, 0],
+            _project_direct_rows(S, acc[a - a0], nrows, fp, iy_lo, iy_hi, col_dir[a, 0],
                                  col_dir[a, 1], source_xy[a, 0], source_xy[a, 1],
                                  source_z[a], sdd[a], sod, pitch, model, fov_r2, x0, y0, z0,
                                  voxel_width, voxel_height, pixel_width, pixel_height,
@@ -243,7 +244,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
     """One view of the general projector into ``ga`` (nrows, ncols), S =
     volume_z_cumsum(f) (ny, nx, nz + 1).
 
-    acc : (GUARD_LO + ncols + GUARD_HI, nrows) float64 scratch, E : (nrows + 1,) scratch.
+    acc : (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)) float64 scratch, E :
+    (nrows + 1,) scratch.
     The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
     view by ``fbp_distance_weight`` (fan: sod/(sod − x·θ), cone-parallel: D/sod); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
     (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
@@ -255,6 +257,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
     ny, nx, nz1 = S.shape
     nz = nz1 - 1
     nrows, ncols = ga.shape
+    stride = acc.shape[1]
     acc[:, :] = 0.0
     # Flat arrays and offsets, not a view per column (columns module notes).
     Sf = S.reshape(-1)
@@ -299,18 +302,18 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                 w0 = o0 * weight * B
                 w1 = o1 * weight * B
-                a0 = (int(fl) + GUARD_LO) * nrows
+                a0 = (int(fl) + GUARD_LO) * stride
                 if o1 == 0.0:
                     add_differences(E, j0, j1 + 1, w0, accf, a0)
                 else:
-                    add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + nrows)
+                    add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + stride)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
                     if w == 0.0:
                         continue
-                    add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * nrows)
+                    add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * stride)
     for j in range(nrows):
         rf = row_factor[j]
         for i in range(ncols):
@@ -343,7 +346,8 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
         size = direct_group(na, threads, S.nbytes)
         ngroups = (na + size - 1) // size
         for grp in prange(ngroups):
-            acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
+            acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
+                           dtype=np.float64)
             fp = np.empty((3, S.shape[1]), dtype=np.float64)
             a0 = grp * size
             _project_direct_views(S, g, acc, fp, a0, min(na, a0 + size), col_dir,
@@ -354,7 +358,8 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     nz = S.shape[2] - 1
     for a in prange(na):
         # One view's pixels, (column, row) so a voxel column's rows are contiguous.
-        acc = np.empty((GUARD_LO + ncols + GUARD_HI, nrows), dtype=np.float64)
+        acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
+                       dtype=np.float64)
         E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
@@ -709,7 +714,7 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
     """Matched back-projection into f from G = projection_row_cumsum(g), (na, GUARD_LO +
     ncols + GUARD_HI, nrows + 1) float32, or, ``direct`` (every view has direct rows,
     :func:`all_direct`), from G = projection_row_values(g) (na, GUARD_LO + ncols +
-    GUARD_HI, value_column_length(nrows)), whose rows past the detector's are zero: the
+    GUARD_HI, column_length(nrows, 4)), whose rows past the detector's are zero: the
     kernel takes G.shape[2] − 1 rows from either. f : (nz, ny, nx) float32, overwritten. Other arguments as for :func:`project`. One square tile of
     voxel columns (:func:`tile_edge`) per thread at a time (single-slice parallel
     beams: :func:`leap.kernels.cpu.axial_slice.backproject_slice`).

@@ -103,7 +103,7 @@ def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> n
 def prepared_shape(plan) -> tuple[int, int, int]:
     """Shape of :func:`prepare_projections` of all the plan's views."""
     na, nr, nc = plan.geometry.projection_shape
-    rows = columns.value_column_length(nr) if direct_rows(plan) else nr + 1
+    rows = columns.column_length(nr, 4) if direct_rows(plan) else nr + 1
     return na, columns.GUARD_LO + nc + columns.GUARD_HI, rows
 
 
