@@ -140,11 +140,11 @@ def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, 
 #: streaming it once per view, was bound by memory bandwidth (time ×10 from 128³).
 DIRECT_BLOCK_BYTES = 1 << 20
 #: Views per group in the direct-row projector (one accumulator each, GUARD_LO + ncols +
-#: GUARD_HI by column_length(nrows, 8) float64): DIRECT_GROUP, or DIRECT_GROUP_LARGE for volumes over
-#: LARGE_VOLUME_BYTES, which come from memory rather than the L3 cache. Four views:
-#: 0.90 to 0.92× the time of two at 256³, but 0.95 to 1.12× at 128³, where four 128²
-#: accumulators (540 KB) no longer fit a 512 KiB L2 cache and the volume is cached anyway
-#: (2 threads, 180 views); eight gained nothing more at 256³.
+#: GUARD_HI by column_length(nrows, 8) float64): DIRECT_GROUP, or DIRECT_GROUP_LARGE for
+#: volumes over LARGE_VOLUME_BYTES, which come from memory rather than the L3 cache. Four
+#: views: 0.90 to 0.92× the time of two at 256³, but 0.95 to 1.12× at 128³, where four
+#: 128² accumulators (540 KB, 574 KB padded) no longer fit a 512 KiB L2 cache and the
+#: volume is cached anyway (2 threads, 180 views); eight gained nothing more at 256³.
 DIRECT_GROUP = 2
 DIRECT_GROUP_LARGE = 4
 LARGE_VOLUME_BYTES = 1 << 24
@@ -715,9 +715,10 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
     ncols + GUARD_HI, nrows + 1) float32, or, ``direct`` (every view has direct rows,
     :func:`all_direct`), from G = projection_row_values(g) (na, GUARD_LO + ncols +
     GUARD_HI, column_length(nrows, 4)), whose rows past the detector's are zero: the
-    kernel takes G.shape[2] − 1 rows from either. f : (nz, ny, nx) float32, overwritten. Other arguments as for :func:`project`. One square tile of
-    voxel columns (:func:`tile_edge`) per thread at a time (single-slice parallel
-    beams: :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
+    kernel takes G.shape[2] − 1 rows from either. f : (nz, ny, nx) float32, overwritten.
+    Other arguments as for :func:`project`. One square tile of voxel columns
+    (:func:`tile_edge`) per thread at a time (single-slice parallel beams:
+    :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
     FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
     view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
     (magnified rows only, i.e. cone beams). ``threads``: the number of threads the call
