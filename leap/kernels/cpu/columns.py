@@ -34,15 +34,15 @@ cancellation of differencing float32 sums that grow along the column.
 
 Flat arrays: the helpers take a raveled array and an offset (a voxel column at
 ``(iy·nx + ix)·nz``, a detector column's rows at ``(a·L + c)·m``, m the stored column
-length, :func:`column_length`) rather than a view per voxel column. In Numba a view takes a reference on its parent, an atomic
-update at each end, and the projections and the volume are shared by all threads:
-a fixed cost per voxel column and view that weighs most where columns are short
-(parallel back-projection at nz = 32, 128² columns, 90 views: 21 to 27 % of its time).
+length) rather than a view per voxel column. In Numba a view takes a reference on its
+parent, an atomic update at each end, and the projections and the volume are shared by
+all threads: a fixed cost per voxel column and view that weighs most where columns are
+short (parallel back-projection at nz = 32, 128² columns, 90 views: 21 to 27 % of its
+time).
 
 Strides: arrays that are transposed into or read back out across their columns (the
 direct-row G, the projectors' view accumulators) store columns an odd number of cache
-lines long
-(:func:`column_length`), and the volume is transposed a few slices at a time
+lines long (:func:`column_length`), and the volume is transposed a few slices at a time
 (:data:`Z_BLOCK`): with strides a power of two, the accesses of one pass fell on a few
 cache sets.
 
