@@ -10,10 +10,11 @@ the cost growth is visible in the ``×`` column):
 =============  =====================================================================
 parallel2d     512² / 1024² volume (1 mm voxels), one slice, 720 views over 180°,
                512 / 1024 columns of 1 mm.
-parallel       128³ / 256³ (1 mm), 180 views over 180°, 128² / 256² detector of 1 mm.
-fan            128³ / 256³ (0.5 mm), 180 views over 360°, 128² / 256² flat detector of
-               1 mm, sod 500 mm, sdd 1000 mm.
-cone           as fan, cone beam (the 128³ one is the issue's problem).
+parallel       256³ / 512³ (1 mm), 180 views over 180°, 256² / 512² detector of 1 mm.
+fan            256³ / 512³ (0.5 mm voxels, 1 mm high), 180 views over 360°, 256² / 512²
+               flat detector of 1 mm, sod 500 mm, sdd 1000 mm.
+cone           128³ / 256³, otherwise as fan with 0.5 mm high voxels, cone beam (the
+               128³ one is the issue's problem).
 cone_curved    as cone, curved detector.
 helical        as cone, 360 views over two turns, pitch 0.5 of the detector per turn.
 modular        the cone scan converted to modular form (per-view vectors; vertical
@@ -32,14 +33,20 @@ peak extra memory of the call: the largest rise of this process's resident memor
 its level before the call, sampled every millisecond (inputs and outputs are allocated
 beforehand, so it is the call's own temporaries).
 
-``--sizes`` replaces the two volume edges (e.g. ``--sizes 256 512``: the per voxel
-column costs, which grow ×4 per doubled edge, weigh less at larger sizes).
+Why parallel and fan beams start at 256³: each call also has costs per voxel column
+and view (footprints, the set-up of a column's pass) and FBP's filtering costs per
+detector pixel and view, both ×4 per doubled edge against the voxel-view work's ×8.
+Where slices lie on detector rows that work is cheap (no interpolation, 15 to 20 G
+updates/s), so at 128³ those costs are a third of parallel and fan FBP (its growth to
+256³ ×6.1 to 6.4) and the × column shows them rather than the kernels' growth; from 256³
+on it is ×7.3 to 8.7. ``--sizes`` replaces the two volume edges (e.g. ``--sizes 128
+256``).
 ``--stages`` adds FBP's two stages as the public functions run them, so each one's growth
 shows: ``fbp:filter`` (:func:`leap.fbp.filter_projections`: weighting and ramp
 filtering, a cost in detector pixels × views, ×4 to ×4.5 per doubled edge) and
 ``fbp:backproj`` (:func:`leap.fbp.weighted_backproject` of the filtered views: voxels ×
-views). :func:`leap.fbp.fbp` streams the first into the second a block of views at a
-time, without the projection-sized array ``filter_projections`` returns.
+views). :func:`leap.fbp.fbp` filters straight into what the back-projector reads,
+without the projection-sized array ``filter_projections`` returns.
 """
 from __future__ import annotations
 
@@ -95,9 +102,10 @@ def problem(name, n):
     raise ValueError(f"unknown problem {name!r}")
 
 
-# Sizes large enough that per-call overheads (thread start-up, cumulative sums) are
-# small next to the kernels, so the × column shows the kernels' growth.
-PROBLEMS = {"parallel2d": (512, 1024), "parallel": (128, 256), "fan": (128, 256),
+# Sizes large enough that per-call overheads (thread start-up, cumulative sums) and the
+# costs per voxel column or detector pixel are small next to the voxel-view work, so the
+# × column shows the kernels' growth (parallel and fan beams: see the module notes).
+PROBLEMS = {"parallel2d": (512, 1024), "parallel": (256, 512), "fan": (256, 512),
             "cone": (128, 256), "cone_curved": (128, 256), "helical": (128, 256),
             "modular": (128, 256)}
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _validate, operators
 from . import arrays as _arrays
-from .filters import filter_rows, ramp_response
+from .filters import ROWS, filter_rows, filter_views, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .gpu import resolve as resolve_devices
 from .kernels.cpu import launch as _cpu
@@ -210,10 +210,8 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
         if offset_scan and not helical:
             fgeo, first, n_add = offset_scan_layout(geometry)
         q = np.empty(fgeo.projection_shape, dtype=np.float32)
-        for vs, ve, qb in _filtered_blocks(geometry, fgeo, volume, g, first, n_add,
-                                           ramp_filter, lowpass, window, truncated_scan):
-            q[vs:ve] = qb
-        return q, fgeo
+        return _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass,
+                            window, truncated_scan, q), fgeo
     q = np.array(g, dtype=np.float32, copy=True)
     if offset_scan and not helical:
         q, geometry = offset_scan_padding(geometry, q)
@@ -274,41 +272,34 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
                                     helical_window=helical_window)
     f = _validate.check_out("out", out, volume.shape, g)
     # What the CPU back-projector reads (launch.prepare_projections of the filtered
-    # views), built a block at a time: FBP holds one projection-sized temporary, not two.
+    # views), written by the filter itself: FBP's one projection-sized temporary.
     G = np.empty(_cpu.prepared_shape(plan), dtype=np.float32)
-    for vs, ve, q in _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter,
-                                      lowpass, window, truncated_scan):
-        _cpu.prepare_projections(plan, q, out=G[vs:ve])
+    _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
+                 truncated_scan, G, _cpu.prepared_layout(plan), plan.row_factor)
     return _cpu.backproject_prepared(plan, G, f)
 
 
-def _filtered_blocks(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
-                     truncated_scan):
-    """Yield ``(vs, ve, q)``: views vs:ve of g weighted (offset-scan padding into the
-    ``n_add`` wider columns of fgeo from column ``first``, pre-weights), ramp filtered
-    and post-weighted, float32, about 4 MB of views at a time. Every block is written
-    into one buffer: q is valid until the next block is asked for (a new array per
-    block is fresh memory the kernel must map and zero each time)."""
+def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
+                 truncated_scan, out, layout=ROWS, row_factor=None):
+    """``out`` ← g weighted (offset-scan padding into the ``n_add`` wider columns of fgeo
+    from column ``first``, pre-weights), ramp filtered and post-weighted, in ``layout``
+    (:func:`leap.filters.filter_views`: the filtered views, or the CPU back-projector's
+    :func:`~leap.kernels.cpu.launch.prepare_projections` of them, in one pass). Weights
+    the geometry gives as functions of the views (modular beams') are computed a block of
+    about 2²⁰ pixels at a time."""
     factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
     w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
-    na, nr, nc = g.shape
-    step = max(1, (1 << 20) // (nr * (nc + n_add)))
-    buffer = np.empty((min(step, na), nr, nc + n_add), dtype=np.float32)
+    na = g.shape[0]
+    step = na
+    if any(callable(w) for w in factors + [post]):
+        step = max(1, (1 << 20) // g[0].size)
     for vs in range(0, na, step):
         ve = min(na, vs + step)
-        q = buffer[:ve - vs]
-        if n_add:
-            q.fill(0.0)
-            q[:, :, first:first + nc] = _views_of(w2, vs, ve) * g[vs:ve]
-            q *= _pre_weights(factors, vs, ve)
-        else:
-            # One pass, not a copy and a multiply: float32 operands, as q *= w computes.
-            np.multiply(g[vs:ve], _pre_weights(factors, vs, ve), out=q, dtype=np.float32,
-                        casting="unsafe")
-        filter_rows(q, H, extrapolate=truncated_scan)
-        if post is not None:
-            q *= _views_of(post, vs, ve)
-        yield vs, ve, q
+        filter_views(g[vs:ve], H, out[vs:ve], layout=layout, first=first,
+                     scale=_views_of(w2, vs, ve), pre=[_views_of(w, vs, ve) for w in factors],
+                     post=_views_of(post, vs, ve), row_factor=row_factor,
+                     extrapolate=truncated_scan)
+    return out
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",

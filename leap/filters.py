@@ -168,13 +168,92 @@ def filter_rows(g: np.ndarray, H: np.ndarray, *, extrapolate: bool = False,
     if not g.flags.writeable:
         raise ValueError("filter_rows filters in place and needs a writeable array; got a "
                          "read-only one (pass a copy)")
-    num_cols = g.shape[-1]
-    n = 2 * (H.size - 1)
-    ne = min(n - num_cols - 1, 100) if extrapolate else 0
     if g.dtype not in (np.float32, np.float64):
         raise ValueError(f"filter_rows filters float32 or float64 rows, got {g.dtype}")
-    _cpu_filters.filter_rows(g.reshape(-1, num_cols), np.ascontiguousarray(H, dtype=g.dtype),
-                             n, ne, transpose, _cpu_filters.rows_per_block(n, g.itemsize))
+    rows = g.reshape(1, -1, g.shape[-1])
+    filter_views(rows, H, rows, extrapolate=extrapolate, transpose=transpose)
+
+
+#: The :func:`filter_views` layout of the filtered views as they are, (views, rows,
+#: columns).
+ROWS = _cpu_filters.ROWS
+#: The :func:`filter_views` layout the CPU back-projector reads for direct rows (parallel
+#: and fan beams), rows contiguous between guard columns and times the row factor.
+VALUES = _cpu_filters.VALUES
+#: The :func:`filter_views` layout the CPU back-projector reads otherwise, the running
+#: sums of those values along each detector column.
+CUMSUM = _cpu_filters.CUMSUM
+
+_ONE = np.ones((1, 1, 1))
+
+
+def _broadcast3(name, w, shape, dtype):
+    """w as a C-contiguous 3-D array of ``dtype`` whose axes have ``shape``'s lengths or 1."""
+    w = np.asarray(w, dtype=dtype)
+    w = np.ascontiguousarray(w.reshape((1,) * (3 - w.ndim) + w.shape))
+    if not w.flags.writeable:
+        w = w.copy()    # one compiled kernel: Numba types read-only arrays apart
+    if w.ndim != 3 or any(m not in (1, k) for m, k in zip(w.shape, shape)):
+        raise ValueError(f"{name} must broadcast against {shape}, got shape {w.shape}")
+    return w
+
+
+def filter_views(g: np.ndarray, H: np.ndarray, out: np.ndarray, *, layout: int = ROWS,
+                 first: int = 0, scale=None, pre=(), post=None, row_factor=None,
+                 extrapolate: bool = False, transpose: bool = False) -> np.ndarray:
+    """FBP's filtering stage in one pass: ``out`` ← the views g (nv, nr, nci), weighted,
+    ramp filtered (as :func:`filter_rows`) and post-weighted, in ``layout``.
+
+    Each row is placed at columns ``first .. first + nci`` of a row of nc columns (nc =
+    out's detector columns; zeros elsewhere) as ``(scale·g)·W``, W the float64 product of
+    the ``pre`` factors (at most three) rounded to g's type; after filtering it is
+    multiplied by ``post``. Weights are arrays broadcasting against (nv, nr, nci) for
+    ``scale`` and (nv, nr, nc) for the others. ``layout``: :data:`ROWS`, out (nv, nr,
+    nc) — g itself for in-place filtering; :data:`VALUES` or :data:`CUMSUM`, out the
+    array the CPU back-projector reads (``leap.kernels.cpu.launch.prepare_projections``
+    of the filtered views) and ``row_factor`` (nr,) its row weights. Bit for bit the
+    separate steps (NumPy weighting, :func:`filter_rows`, post-weighting,
+    ``prepare_projections``), up to the FFTs' blocking; the weighting runs on all
+    threads and each block is laid out while it is in cache. Returns ``out``.
+    """
+    if g.ndim != 3 or g.dtype not in (np.float32, np.float64):
+        raise ValueError(f"filter_views filters (views, rows, columns) float32 or float64 "
+                         f"arrays, got {g.dtype} of shape {g.shape}")
+    g = np.ascontiguousarray(g)
+    nv, nr, nci = g.shape
+    if layout == ROWS:
+        nc = out.shape[-1]
+        expected = (nv, nr, nc)
+    elif layout in (VALUES, CUMSUM):
+        nc = out.shape[1] - _cpu_filters.GUARD_LO - _cpu_filters.GUARD_HI
+        # VALUES: columns of at least nr + 1 (the back-projector's padded length).
+        m = nr + 1 if layout == CUMSUM or out.shape[2] <= nr else out.shape[2]
+        expected = (nv, out.shape[1], m)
+    else:
+        raise ValueError(f"layout must be ROWS, VALUES or CUMSUM, got {layout!r}")
+    if out.shape != expected or out.dtype != g.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {g.dtype} array of shape {expected}, "
+                         f"got {out.dtype} of shape {out.shape}")
+    if not 0 <= first <= nc - nci:
+        raise ValueError(f"{nci} columns at column {first} do not fit rows of {nc}")
+    if len(pre) > 3:
+        raise ValueError(f"at most three pre-weight factors, got {len(pre)}")
+    n = 2 * (np.size(H) - 1)
+    if n < nc:
+        raise ValueError(f"H of {np.size(H)} frequencies pads rows to {n} samples, fewer than "
+                         f"their {nc} columns")
+    f0, f1, f2 = (_broadcast3("pre", w, (nv, nr, nc), np.float64)
+                  for w in list(pre) + [_ONE] * (3 - len(pre)))
+    row_factor = np.ones(nr) if row_factor is None else np.asarray(row_factor, np.float64)
+    if row_factor.shape != (nr,):
+        raise ValueError(f"row_factor must have shape ({nr},), got {row_factor.shape}")
+    _cpu_filters.filter_views(
+        g, first, _broadcast3("scale", _ONE if scale is None else scale, (nv, nr, nci),
+                              np.float64),
+        f0, f1, f2, _broadcast3("post", _ONE if post is None else post, (nv, nr, nc), g.dtype),
+        np.ascontiguousarray(H, dtype=g.dtype), n, min(n - nc - 1, 100) if extrapolate else 0,
+        transpose, row_factor, out, layout, _cpu_filters.rows_per_block(n, g.itemsize))
+    return out
 
 
 def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -> np.ndarray:

@@ -131,3 +131,76 @@ def test_filter_rows_is_thread_and_fork_safe():
     finally:
         if child.is_alive():
             child.kill()
+
+
+# ---------------------------------------------- filter_views: FBP's filtering in one pass
+
+def _separate_steps(g, H, nc, first, scale, pre, post, extrapolate):
+    """What filter_views fuses, as separate NumPy and filter_rows passes (the former FBP
+    code): place and scale, multiply by the pre-weights' float32 product, filter, post."""
+    nv, nr, nci = g.shape
+    q = np.zeros((nv, nr, nc), dtype=np.float32)
+    q[:, :, first:first + nci] = scale * g
+    w = pre[0]
+    for f in pre[1:]:
+        w = w * f
+    q *= w.astype(np.float32)
+    filters.filter_rows(q, H, extrapolate=extrapolate)
+    q *= post
+    return q
+
+
+@pytest.mark.parametrize("extrapolate", [False, True])
+def test_filter_views_is_the_separate_steps_in_every_layout(extrapolate):
+    from leap.kernels.cpu import columns
+    rng = np.random.default_rng(11)
+    nv, nr, nci, first, nc = 7, 150, 29, 3, 37     # 150 rows a view: blocks cross views
+    g = rng.standard_normal((nv, nr, nci)).astype(np.float32)
+    H = ramp_response(nc, 0.8, 2).astype(np.float32)
+    scale = rng.random((1, 1, nci)) + 0.5
+    pre = [rng.random((nv, 1, 1)) + 0.5, rng.random((nv, 1, nc)) + 0.5,
+           rng.random((1, nr, nc)) + 0.5]
+    post = (rng.random((1, nr, nc)) + 0.5).astype(np.float32)
+    expected = _separate_steps(g, H, nc, first, scale, pre, post, extrapolate)
+    opts = dict(first=first, scale=scale, pre=pre, post=post, extrapolate=extrapolate)
+
+    q = filters.filter_views(g, H, np.empty((nv, nr, nc), np.float32), **opts)
+    np.testing.assert_array_equal(q, expected)
+
+    row_factor = rng.random(nr) + 0.5
+    cols = columns.GUARD_LO + nc + columns.GUARD_HI
+    G = np.full((nv, cols, columns.column_length(nr, 4)), np.nan, np.float32)
+    filters.filter_views(g, H, G, layout=filters.VALUES, row_factor=row_factor, **opts)
+    np.testing.assert_array_equal(
+        G, columns.projection_row_values(expected, row_factor, np.empty_like(G)))
+    C = np.full((nv, cols, nr + 1), np.nan, np.float32)
+    filters.filter_views(g, H, C, layout=filters.CUMSUM, row_factor=row_factor, **opts)
+    np.testing.assert_array_equal(
+        C, columns.projection_row_cumsum(expected, row_factor, np.empty_like(C)))
+
+
+def test_filter_views_refuses_what_it_cannot_lay_out():
+    g = np.zeros((2, 3, 5), np.float32)
+    H = ramp_response(5, 1.0).astype(np.float32)
+    out = np.empty((2, 3, 5), np.float32)
+    with pytest.raises(ValueError, match="layout"):
+        filters.filter_views(g, H, out, layout=7)
+    with pytest.raises(ValueError, match=r"out must be .* shape \(2, 3, 5\)"):
+        filters.filter_views(g, H, np.empty((2, 4, 5), np.float32))
+    with pytest.raises(ValueError, match=r"out must be .*float32"):
+        filters.filter_views(g, H, np.empty((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"shape \(2, 7, 4\)"):   # nr + 1 sums a column
+        filters.filter_views(g, H, np.empty((2, 7, 3), np.float32), layout=filters.CUMSUM)
+    with pytest.raises(ValueError, match="do not fit"):
+        filters.filter_views(g, H, out, first=1)
+    with pytest.raises(ValueError, match="fewer than"):
+        filters.filter_views(g, ramp_response(2, 1.0).astype(np.float32), out)
+    with pytest.raises(ValueError, match="at most three"):
+        filters.filter_views(g, H, out, pre=[np.ones(5)] * 4)
+    with pytest.raises(ValueError, match=r"pre must broadcast against \(2, 3, 5\)"):
+        filters.filter_views(g, H, out, pre=[np.ones((3, 1, 5))])
+    with pytest.raises(ValueError, match="row_factor"):
+        filters.filter_views(g, H, np.empty((2, 9, 4), np.float32), layout=filters.CUMSUM,
+                             row_factor=np.ones(4))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        filters.filter_views(g.astype(np.int32), H, out)

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from . import axial, axial_slice, columns, modular
+from . import filters as _filters
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
@@ -98,6 +99,13 @@ def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> n
     if direct_rows(plan):
         return columns.projection_row_values(g, plan.row_factor, out)
     return columns.projection_row_cumsum(g, plan.row_factor, out)
+
+
+def prepared_layout(plan) -> int:
+    """How :func:`prepare_projections` lays out the plan's views, as
+    :func:`leap.filters.filter_views` names it: ``VALUES`` (:func:`direct_rows`) or
+    ``CUMSUM``."""
+    return _filters.VALUES if direct_rows(plan) else _filters.CUMSUM
 
 
 def prepared_shape(plan) -> tuple[int, int, int]:
