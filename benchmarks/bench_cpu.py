@@ -13,8 +13,8 @@ parallel2d     512² / 1024² volume (1 mm voxels), one slice, 720 views over 18
 parallel       256³ / 512³ (1 mm), 180 views over 180°, 256² / 512² detector of 1 mm.
 fan            256³ / 512³ (0.5 mm voxels, 1 mm high), 180 views over 360°, 256² / 512²
                flat detector of 1 mm, sod 500 mm, sdd 1000 mm.
-cone           128³ / 256³, otherwise as fan with 0.5 mm high voxels, cone beam (the
-               128³ one is the issue's problem).
+cone           as fan with 0.5 mm high voxels, cone beam (``--sizes 128 256``: the 128³
+               one is the issue's problem).
 cone_curved    as cone, curved detector.
 helical        as cone, 360 views over two turns, pitch 0.5 of the detector per turn.
 modular        the cone scan converted to modular form (per-view vectors; vertical
@@ -33,14 +33,17 @@ peak extra memory of the call: the largest rise of this process's resident memor
 its level before the call, sampled every millisecond (inputs and outputs are allocated
 beforehand, so it is the call's own temporaries).
 
-Why parallel and fan beams start at 256³: each call also has costs per voxel column
-and view (footprints, the set-up of a column's pass) and FBP's filtering costs per
-detector pixel and view, both ×4 per doubled edge against the voxel-view work's ×8.
-Where slices lie on detector rows that work is cheap (no interpolation, 15 to 20 G
-updates/s), so at 128³ those costs are a third of parallel and fan FBP (its growth to
-256³ ×6.1 to 6.4) and the × column shows them rather than the kernels' growth; from 256³
-on it is ×7.3 to 8.7. ``--sizes`` replaces the two volume edges (e.g. ``--sizes 128
-256``).
+Why 256³ and 512³: each call also has costs per voxel column and view (footprints, the
+set-up of a column's pass, for cone beams the row sums of the projections) and FBP's
+filtering costs per detector pixel and view, all ×4 per doubled edge against the
+voxel-view work's ×8. At 128³ they weigh enough that the × column shows them rather
+than the kernels' growth: where slices lie on detector rows the voxel-view work is cheap
+(no interpolation, 15 to 20 G updates/s) and those costs are a third of parallel and fan
+FBP, whose growth to 256³ is ×6.2 to 6.8 (fan back-projection ×6.5 to 6.8); the cone
+family grows ×6.7 to 7.9 to 256³. From 256³ to 512³ every operation of every geometry
+grows ×7.0 to 8.7 (2 cores, AMD EPYC). ``--sizes`` replaces the two volume edges (e.g.
+``--sizes 128 256``). A full run takes about half an hour (a 512³ cone-family call takes
+15 to 35 s on 2 cores); ``--small-only`` runs the first size alone.
 ``--stages`` adds FBP's two stages as the public functions run them, so each one's growth
 shows: ``fbp:filter`` (:func:`leap.fbp.filter_projections`: weighting and ramp
 filtering, a cost in detector pixels × views, ×4 to ×4.5 per doubled edge) and
@@ -104,10 +107,10 @@ def problem(name, n):
 
 # Sizes large enough that per-call overheads (thread start-up, cumulative sums) and the
 # costs per voxel column or detector pixel are small next to the voxel-view work, so the
-# × column shows the kernels' growth (parallel and fan beams: see the module notes).
+# × column shows the kernels' growth (see the module notes).
 PROBLEMS = {"parallel2d": (512, 1024), "parallel": (256, 512), "fan": (256, 512),
-            "cone": (128, 256), "cone_curved": (128, 256), "helical": (128, 256),
-            "modular": (128, 256)}
+            "cone": (256, 512), "cone_curved": (256, 512), "helical": (256, 512),
+            "modular": (256, 512)}
 
 
 def _rss():
