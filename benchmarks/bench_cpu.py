@@ -41,7 +41,7 @@ than the kernels' growth: where slices lie on detector rows the voxel-view work 
 (no interpolation, 15 to 20 G updates/s) and those costs are a third of parallel and fan
 FBP, whose growth to 256³ is ×6.2 to 6.8 (fan back-projection ×6.5 to 6.8); the cone
 family grows ×6.7 to 7.9 to 256³. From 256³ to 512³ every operation of every geometry
-grows ×7.0 to 8.7 (2 cores, AMD EPYC). ``--sizes`` replaces the two volume edges (e.g.
+grows ×6.8 to 8.7 (2 cores, AMD EPYC). ``--sizes`` replaces the two volume edges (e.g.
 ``--sizes 128 256``). A full run takes about half an hour (a 512³ cone-family call takes
 15 to 35 s on 2 cores); ``--small-only`` runs the first size alone.
 ``--stages`` adds FBP's two stages as the public functions run them, so each one's growth
