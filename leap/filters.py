@@ -226,9 +226,9 @@ def filter_views(g: np.ndarray, H: np.ndarray, out: np.ndarray, *, layout: int =
         expected = (nv, nr, nc)
     elif layout in (VALUES, CUMSUM):
         nc = out.shape[1] - _cpu_filters.GUARD_LO - _cpu_filters.GUARD_HI
-        # VALUES: columns of at least nr + 1 (the back-projector's padded length).
-        m = nr + 1 if layout == CUMSUM or out.shape[2] <= nr else out.shape[2]
-        expected = (nv, out.shape[1], m)
+        # Stored columns: nr + 1 sums, or at least nr + 1 values (padded, column_length).
+        rows = nr + 1 if layout == CUMSUM else max(out.shape[2], nr + 1)
+        expected = (nv, out.shape[1], rows)
     else:
         raise ValueError(f"layout must be ROWS, VALUES or CUMSUM, got {layout!r}")
     if out.shape != expected or out.dtype != g.dtype or not out.flags.c_contiguous:

@@ -131,6 +131,15 @@ def column_length(n, itemsize):
     return per_line * (lines + 1 - lines % 2)
 
 
+@numba.njit(**INLINE)
+def zero_guard_columns(G, a, ncols):
+    """Zero view a's guard columns in G (a prepared array, :func:`projection_row_values`
+    or :func:`projection_row_cumsum`, of ``ncols`` detector columns): the pixels off the
+    detector that two-tap footprints read without bounds tests."""
+    G[a, :GUARD_LO, :] = 0.0
+    G[a, GUARD_LO + ncols:, :] = 0.0
+
+
 @numba.njit(**FAST_PARALLEL_JIT)
 def projection_row_values(g, row_factor, G):
     """Weighted projections with rows contiguous, with zero guard columns, into G
@@ -144,8 +153,7 @@ def projection_row_values(g, row_factor, G):
     """
     na, nrows, ncols = g.shape
     for a in prange(na):
-        G[a, :GUARD_LO, :] = 0.0
-        G[a, GUARD_LO + ncols:, :] = 0.0
+        zero_guard_columns(G, a, ncols)
         G[a, :, nrows:] = 0.0
         for j in range(nrows):
             w = row_factor[j]
@@ -167,8 +175,7 @@ def projection_row_cumsum(g, row_factor, G):
     """
     na, nrows, ncols = g.shape
     for a in prange(na):
-        G[a, :GUARD_LO, :] = 0.0
-        G[a, GUARD_LO + ncols:, :] = 0.0
+        zero_guard_columns(G, a, ncols)
         run = np.zeros(ncols, dtype=np.float64)
         for i in range(ncols):
             G[a, GUARD_LO + i, 0] = 0.0

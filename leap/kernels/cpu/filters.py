@@ -30,7 +30,7 @@ import scipy.fft
 from numba import prange
 
 from ._jit import PARALLEL_JIT
-from .columns import GUARD_HI, GUARD_LO, INLINE
+from .columns import GUARD_HI, GUARD_LO, INLINE, zero_guard_columns
 
 #: Padded bytes per block of rows: a block's three row-sized buffers (padded input,
 #: spectrum, output) fit a 512 KiB L2 cache. 64 to 256 KiB measured alike (within
@@ -174,8 +174,7 @@ def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_fac
                     out[a, GUARD_LO + c, j] = row[c]
     if layout != ROWS:
         for a in prange(nv):
-            out[a, :GUARD_LO, :] = 0.0
-            out[a, GUARD_LO + nc:, :] = 0.0
+            zero_guard_columns(out, a, nc)
             if layout == VALUES:
                 out[a, :, nr:] = 0.0
             else:
