@@ -80,9 +80,15 @@ class PhantomMixin:
         return True
 
     def set_FORBILD(self, f=None, includeEar=True, oversampling=1):
-        """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom."""
+        """The FORBILD head phantom: voxelised into ``f``, or (f=None) as the analytic phantom.
+
+        As LEAP, a set-up of one view and one column (LEAP's rotationally symmetric
+        example) gets the head without the ear's bone ellipsoid (the air cells stay
+        with ``includeEar``)."""
         from ..phantoms import forbild_head
-        ph = forbild_head(include_ear=includeEar)
+        one_view_one_column = (self.ct_geometry_defined() and self.ct_volume_defined()
+                               and self.get_numAngles() == 1 and self.get_numX() == 1)
+        ph = forbild_head(include_ear=includeEar, include_ear_bone=not one_view_one_column)
         return self._place(ph, f, oversampling)
 
     def set_SheppLogan(self, f=None, radius=None, oversampling=1):

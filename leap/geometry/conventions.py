@@ -77,6 +77,35 @@ def volume_from_leap(geometry, numX, numY, numZ, voxelWidth, voxelHeight, offset
                   offset_z=offset_z)
 
 
+def helical_num_z(geometry, scale: float, angular_range: float) -> int:
+    """LEAP's number of slices for a helical scan's default volume: those under the
+    detector at the axis, H/vh rounded, and beyond one turn (``angular_range`` > 360°,
+    degrees) enough to cover H plus the source travel past the first turn, rounded up.
+
+    Evaluated as LEAP evaluates it, in single precision: LEAP keeps sod, sdd, the pixel
+    height, the pitch and the angular range as C floats and forms the detector height
+    at the axis H and the voxel height vh in float arithmetic. For common scans the
+    exact (H + travel)/vh is an integer (5.5·numRows at normalized pitch 0.5 over ten
+    turns: 176 for 32 rows) that the float inputs put just above, so LEAP's ceil gives
+    one slice more (177). The exact value would be the better volume, but a volume's
+    shape is API: an array saved by a LEAP script must load into the same script run
+    with leap, so leap reproduces LEAP's count.
+    """
+    f32 = np.float32
+    d = geometry.detector
+    m = f32(f32(geometry.sod) / f32(geometry.sdd))
+    vh = f32(m * f32(d.pixel_height))                    # LEAP's default_voxelHeight()
+    if scale != 1.0:
+        vh = f32(vh * f32(scale))
+    H = f32(f32(m * f32(d.num_rows)) * f32(d.pixel_height))
+    min_slices = int(float(H / vh) + 0.5)
+    turns = abs(float(f32(angular_range)))
+    if turns <= 360.0:
+        return min_slices
+    travel = abs(float(f32(geometry.helical_pitch))) * (turns * math.pi / 180.0 - 2.0 * math.pi)
+    return max(min_slices, int(math.ceil((float(H) + travel) / float(vh))))
+
+
 def default_volume(geometry, scale: float = 1.0, *, angular_range: float = 360.0,
                    offset_scan: bool = False, symmetric: bool = False) -> dict:
     """LEAP's ``set_default_volume``: a volume that fills the field of view with nominal
@@ -110,14 +139,7 @@ def default_volume(geometry, scale: float = 1.0, *, angular_range: float = 360.0
     if isinstance(geometry, (ConeBeam, ConeParallelBeam)):
         m = geometry.sod / geometry.sdd
         if geometry.is_helical:
-            H = m * d.num_rows * d.pixel_height
-            min_slices = int(H / vh + 0.5)
-            if abs(angular_range) <= 360.0:
-                numZ = min_slices
-            else:
-                travel = abs(geometry.helical_pitch) * (abs(angular_range) * math.pi / 180.0
-                                                        - 2.0 * math.pi)
-                numZ = max(min_slices, int(math.ceil((H + travel) / vh)))
+            numZ = helical_num_z(geometry, scale if magnified else 1.0, angular_range)
         if geometry.is_helical or scale != 1.0:
             offsetZ = ((0.5 * (d.num_rows - 1) - d.center_row) * geometry.sod / geometry.sdd
                        * d.pixel_height)

@@ -88,7 +88,7 @@ def _ear_cavities_cm():
 _WATER_MU_PER_MM = 0.02
 
 
-def forbild_head(include_ear: bool = True) -> Phantom:
+def forbild_head(include_ear: bool = True, include_ear_bone: bool = True) -> Phantom:
     """The 3-D FORBILD head phantom as defined by LEAP's ``set_FORBILD``.
 
     Coordinates are in mm (the classical definition in cm multiplied by
@@ -102,14 +102,20 @@ def forbild_head(include_ear: bool = True) -> Phantom:
     include_ear : bool, optional
         Add the 317 air cells (radius 1.5 mm, value 0) of the right ear
         (default True).
+    include_ear_bone : bool, optional
+        Add the clipped bone ellipsoid of the right ear at x = 91 mm, the last of the
+        18 objects (default True). LEAP leaves it out for a one-view, one-column set-up
+        (a rotationally symmetric object's half-plane).
 
     Returns
     -------
     Phantom
-        18 objects (335 with the ear cells), in LEAP's order.
+        18 objects (335 with the ear cells; one fewer without the ear bone), in LEAP's
+        order.
     """
     ph = Phantom()
-    for kind, c, r, dens, rot, clip in _FORBILD_CM:
+    table = _FORBILD_CM if include_ear_bone else _FORBILD_CM[:-1]
+    for kind, c, r, dens, rot, clip in table:
         A = np.eye(3) if rot is None else rotation_matrix(*rot)
         ph.add(
             PhantomObject(

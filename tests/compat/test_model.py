@@ -86,6 +86,21 @@ def test_helical_pitch_and_default_volume():
     assert zs[0] == pytest.approx(-zs[-1])
 
 
+@pytest.mark.parametrize("num_rows, num_cols, num_z", [
+    (32, 128, 177), (16, 64, 89), (128, 512, 705), (256, 1024, 1409)])
+def test_helical_default_volume_has_leaps_slice_count(num_rows, num_cols, num_z):
+    """Ten turns at normalized pitch 0.5: the exact count is 5.5·numRows (176, 88, 704,
+    1408); upstream LEAP, evaluating it on single-precision inputs, gives one slice more,
+    and a volume's shape is API (issue 31, item 1)."""
+    leapct = tomographicModels()
+    leapct.set_conebeam(1800, num_rows, num_cols, 2.6, 2.6, 15.5, 63.5,
+                        leapct.setAngleArray(1800, 3600), 1100, 1400)
+    leapct.set_normalizedHelicalPitch(0.5)
+    leapct.set_default_volume()
+    assert leapct.get_numZ() == num_z
+    assert leapct.get_numX() == num_cols
+
+
 def test_convert_to_modularbeam_matches_leap_example():
     leapct = tomographicModels()
     leapct.set_conebeam(2, 4, 6, 1.0, 1.0, 1.5, 2.5, np.array([0.0, 90.0]), 300.0, 600.0, tau=2.0)
@@ -338,3 +353,24 @@ def test_compat_helpers():
     np.testing.assert_allclose(other.get_angles(), ct.get_angles(), atol=1e-5)
     with pytest.raises(ValueError, match="param_type"):
         other.load_param(path, 2)
+
+
+def test_forbild_without_ear_bone_for_one_view_and_one_column():
+    """LEAP's d07 set-up (one view, a symmetric object's one-column volume): upstream
+    leaves out the ear's bone ellipsoid; upstream's volume sum 190.917 and f[64, 100, 0]
+    0.021 (issue 31, item 2). With more views it is there."""
+    ct = tomographicModels()
+    ct.set_conebeam(1, 128, 128, 2.6, 2.6, 63.5, 63.5, [0], 1100, 1400)
+    ct.set_axisOfSymmetry(0)
+    ct.set_default_volume()
+    f = ct.allocate_volume()
+    ct.set_FORBILD(f, False)
+    assert float(f.sum(dtype=np.float64)) == pytest.approx(190.917, abs=2e-3)
+    assert f[64, 100, 0] == pytest.approx(0.021, abs=1e-6)
+    ct.set_FORBILD(None, False)
+    assert len(ct._phantom) == 17
+    two = tomographicModels()
+    two.set_conebeam(2, 8, 8, 2.6, 2.6, 3.5, 3.5, [0, 90], 1100, 1400)
+    two.set_default_volume()
+    two.set_FORBILD(None, False)
+    assert len(two._phantom) == 18
