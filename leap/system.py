@@ -348,13 +348,24 @@ class SystemOperator:
 
     For :mod:`leap.algorithms`: ``forward(f, out=None)`` and ``adjoint(g, out=None)`` on
     3-D arrays, ``domain_shape``/``range_shape``, ``num_views``, ``subset(views)`` and
-    ``fbp``. For :mod:`scipy.sparse.linalg` (``lsqr``, ``cg``, …; via
-    ``aslinearoperator``): ``shape`` (num projection values, num voxels), ``dtype``,
-    ``matvec``/``rmatvec`` on flat vectors. ``.T`` is the transpose, an operator of the
-    same kind with the roles swapped.
+    ``fbp``. As a matrix, the conventions of :class:`scipy.sparse.linalg.LinearOperator`
+    (and of pylops and ODL, which follow them): ``shape`` (number of projection values,
+    number of voxels), ``dtype`` (float32), ``op @ x`` and ``op(x)`` on a flat vector
+    (length ``shape[1]``: a flat result), a 2-D array of such columns (``shape[1]``,
+    k) or an array of ``domain_shape`` (an array of ``range_shape``), ``x @ op`` for a
+    flat ``x`` (``op.T @ x``), ``matvec``/``rmatvec``/``matmat``/``rmatmat``, and
+    ``scipy.sparse.linalg.aslinearoperator(op)``. ``.T`` (also ``.H``: the operator is
+    real) is the transpose, an operator of the same kind with the roles swapped.
+
+    Flat vectors are NumPy or CuPy arrays; any real dtype is computed in float32 and
+    returned in ``result_type(x.dtype, float32)`` (float64 in, float64 out, as scipy's
+    solvers expect).
     """
 
     dtype = np.dtype(np.float32)
+    # NumPy defers ``x @ op`` (and any ufunc of op) to op's own methods instead of
+    # treating op as an object scalar.
+    __array_ufunc__ = None
 
     def __init__(self, system: CTSystem, transposed: bool = False):
         self.system = system
@@ -378,12 +389,18 @@ class SystemOperator:
         return (int(np.prod(self.range_shape)), int(np.prod(self.domain_shape)))
 
     @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
     def num_views(self) -> int:
         return int(self.system.geometry.num_angles)
 
     @property
     def T(self) -> "SystemOperator":
         return SystemOperator(self.system, not self._transposed)
+
+    H = T
 
     def forward(self, x, out=None):
         s = self.system
@@ -392,8 +409,6 @@ class SystemOperator:
     def adjoint(self, y, out=None):
         s = self.system
         return s.project(y, out=out) if self._transposed else s.backproject(y, out=out)
-
-    __call__ = forward
 
     def subset(self, views) -> "SystemOperator":
         """The operator of some views (a slice or an index array)."""
@@ -404,15 +419,87 @@ class SystemOperator:
         preconditioner)."""
         return self.system.fbp(g, out=out)
 
-    def _flat(self, fn, v, shape):
-        v = np.asarray(v)
-        y = fn(np.ascontiguousarray(v.reshape(shape), dtype=np.float32)).ravel()
+    # ------------------------------------------------------ the matrix view
+    def __call__(self, x, out=None):
+        """``self @ x``; an array of ``domain_shape`` may come with ``out``."""
+        if out is not None:
+            return self.forward(x, out=out)
+        return self @ x
+
+    def __matmul__(self, x):
+        if isinstance(x, SystemOperator):
+            return NotImplemented
+        x = _as_array(x)
+        if tuple(x.shape) == tuple(self.domain_shape):
+            return self.forward(x)
+        if x.ndim == 1 and x.shape[0] == self.shape[1]:
+            return self.matvec(x)
+        if x.ndim == 2 and x.shape[0] == self.shape[1]:
+            return self.matmat(x)
+        raise ValueError(f"{self._name()} @ x needs x of shape {tuple(self.domain_shape)}, "
+                         f"({self.shape[1]},) or ({self.shape[1]}, k), got {tuple(x.shape)}")
+
+    def __rmatmul__(self, x):
+        x = _as_array(x)
+        if x.ndim == 1 and x.shape[0] == self.shape[0]:
+            return self.rmatvec(x)
+        raise ValueError(f"x @ {self._name()} needs a flat x of length {self.shape[0]}, got "
+                         f"shape {tuple(x.shape)}")
+
+    dot = __matmul__
+
+    def _name(self) -> str:
+        return "op.T" if self._transposed else "op"
+
+    def _flat(self, fn, v, shape, n):
+        v = _as_array(v)
+        if not hasattr(v, "astype"):
+            raise TypeError(f"flat vectors must be NumPy or CuPy arrays, got {type(v).__name__} "
+                            f"(pass an array of shape {tuple(shape)} instead)")
+        if v.ndim != 1 or v.shape[0] != n:
+            raise ValueError(f"expected a flat vector of length {n}, got shape {tuple(v.shape)}")
+        if getattr(v.dtype, "kind", "f") not in "fiub":
+            raise TypeError(f"expected a real vector, got dtype {v.dtype}")
+        y = fn(v.reshape(shape).astype(np.float32, order="C", copy=False)).ravel()
         return y.astype(np.result_type(v.dtype, np.float32), copy=False)
 
     def matvec(self, x):
-        """``forward`` of a flat vector (length ``shape[1]``)."""
-        return self._flat(self.forward, x, self.domain_shape)
+        """``forward`` of a flat vector (length ``shape[1]``): a flat vector."""
+        return self._flat(self.forward, x, self.domain_shape, self.shape[1])
 
     def rmatvec(self, y):
-        """``adjoint`` of a flat vector (length ``shape[0]``)."""
-        return self._flat(self.adjoint, y, self.range_shape)
+        """``adjoint`` of a flat vector (length ``shape[0]``): a flat vector."""
+        return self._flat(self.adjoint, y, self.range_shape, self.shape[0])
+
+    def matmat(self, X):
+        """``forward`` of each column of ``X`` (``shape[1]``, k): (``shape[0]``, k)."""
+        return self._columns(self.matvec, X, self.shape[1], self.shape[0])
+
+    def rmatmat(self, Y):
+        """``adjoint`` of each column of ``Y`` (``shape[0]``, k): (``shape[1]``, k)."""
+        return self._columns(self.rmatvec, Y, self.shape[0], self.shape[1])
+
+    @staticmethod
+    def _columns(fn, X, n, n_out):
+        X = _as_array(X)
+        if X.ndim != 2 or X.shape[0] != n:
+            raise ValueError(f"expected a 2-D array of {n} rows, got shape {tuple(X.shape)}")
+        xp = _namespace(X)
+        cols = [fn(xp.ascontiguousarray(X[:, k])) for k in range(X.shape[1])]
+        if not cols:
+            return xp.zeros((n_out, 0), dtype=np.result_type(X.dtype, np.float32))
+        return xp.stack(cols, axis=1)
+
+
+def _as_array(x):
+    """``x`` itself if it is a NumPy or CUDA array, else ``np.asarray(x)``."""
+    if isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__"):
+        return x
+    return np.asarray(x)
+
+
+def _namespace(x):
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy
+    return cupy

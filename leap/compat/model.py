@@ -10,6 +10,8 @@ names what was expected.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..geometry import ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam
@@ -60,6 +62,19 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
         object.__setattr__(self, name, value)
         if name != "_derived":
             object.__setattr__(self, "_derived", {})
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self):
+        """Run a block of setter calls as one change: if it raises, every setting (and
+        the cache derived from them) is put back as it was before the block."""
+        saved = dict(vars(self))
+        try:
+            yield
+        except BaseException:
+            state = vars(self)
+            state.clear()
+            state.update(saved)
+            raise
 
     def _cached(self, key, build):
         d = self.__dict__.setdefault("_derived", {})

@@ -121,36 +121,39 @@ class ParameterMixin:
             raise ValueError(f"param_type must be 0 (a parameter file) or 1 (a dict of its "
                              f"keys and values), got {param_type!r}")
         d = read_param_file(fileName) if param_type == 0 else read_param_dict(fileName)
-        kind = d["geometry"]
-        common = (d["numAngles"], d["numRows"], d["numCols"], d["pixelHeight"], d["pixelWidth"])
-        if kind == "modular":
-            self.set_modularbeam(*common, d["sourcePositions"], d["moduleCenters"],
-                                 d["rowVectors"], d["colVectors"])
-        else:
-            centers = (d["centerRow"], d["centerCol"], d["phis"])
-            if kind == "parallel":
-                self.set_parallelbeam(*common, *centers)
-            elif kind == "fan":
-                self.set_fanbeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0))
-            elif kind == "cone":
-                self.set_conebeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
-                                  d.get("helicalPitch", 0.0), d.get("tiltAngle", 0.0))
-                if d.get("detectorType", "flat") == "curved":
-                    self.set_curvedDetector()
-            elif kind == "cone_parallel":
-                self.set_coneparallel(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
-                                      d.get("helicalPitch", 0.0))
+        # All or nothing: a value a setter refuses (an offset out of range, say) leaves
+        # the object as it was, not with the file's geometry and the former volume.
+        with self._all_or_nothing():
+            kind = d["geometry"]
+            common = (d["numAngles"], d["numRows"], d["numCols"], d["pixelHeight"], d["pixelWidth"])
+            if kind == "modular":
+                self.set_modularbeam(*common, d["sourcePositions"], d["moduleCenters"],
+                                     d["rowVectors"], d["colVectors"])
             else:
-                raise ValueError(f"{fileName}: geometry '{kind}' is not supported by leap "
-                                 "(supported: parallel, fan, cone, cone_parallel, modular)")
-        self._offset_scan = bool(d.get("offsetScan", False))
-        if "axisOfSymmetry" in d:
-            self.set_axisOfSymmetry(d["axisOfSymmetry"])
-        if d.get("muCoeff", 0.0) != 0.0 and d.get("muRadius", 0.0) > 0.0:
-            self.set_cylindircalAttenuationMap(d["muCoeff"], d["muRadius"])
-        if all(k in d for k in ("numX", "numY", "numZ", "voxelWidth", "voxelHeight")):
-            self.set_volume(d["numX"], d["numY"], d["numZ"], d["voxelWidth"], d["voxelHeight"],
-                            d.get("offsetX", 0.0), d.get("offsetY", 0.0), d.get("offsetZ", 0.0))
+                centers = (d["centerRow"], d["centerCol"], d["phis"])
+                if kind == "parallel":
+                    self.set_parallelbeam(*common, *centers)
+                elif kind == "fan":
+                    self.set_fanbeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0))
+                elif kind == "cone":
+                    self.set_conebeam(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
+                                      d.get("helicalPitch", 0.0), d.get("tiltAngle", 0.0))
+                    if d.get("detectorType", "flat") == "curved":
+                        self.set_curvedDetector()
+                elif kind == "cone_parallel":
+                    self.set_coneparallel(*common, *centers, d["sod"], d["sdd"], d.get("tau", 0.0),
+                                          d.get("helicalPitch", 0.0))
+                else:
+                    raise ValueError(f"{fileName}: geometry '{kind}' is not supported by leap "
+                                     "(supported: parallel, fan, cone, cone_parallel, modular)")
+            self._offset_scan = bool(d.get("offsetScan", False))
+            if "axisOfSymmetry" in d:
+                self.set_axisOfSymmetry(d["axisOfSymmetry"])
+            if d.get("muCoeff", 0.0) != 0.0 and d.get("muRadius", 0.0) > 0.0:
+                self.set_cylindircalAttenuationMap(d["muCoeff"], d["muRadius"])
+            if all(k in d for k in ("numX", "numY", "numZ", "voxelWidth", "voxelHeight")):
+                self.set_volume(d["numX"], d["numY"], d["numZ"], d["voxelWidth"], d["voxelHeight"],
+                                d.get("offsetX", 0.0), d.get("offsetY", 0.0), d.get("offsetZ", 0.0))
         return True
 
     load_parameters = load_param

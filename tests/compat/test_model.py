@@ -374,3 +374,34 @@ def test_forbild_without_ear_bone_for_one_view_and_one_column():
     two.set_default_volume()
     two.set_FORBILD(None, False)
     assert len(two._phantom) == 18
+
+
+@pytest.mark.parametrize("key, value, error", [
+    ("offsetX", "4294967297", ValueError),       # the volume is refused after the geometry
+    ("numZ", "-3", ValueError),
+    ("sdd", "100", ValueError),                   # source beyond the detector
+    ("tiltAngle", "10", ValueError),               # more than LEAP's 5 degrees
+    ("axisOfSymmetry", "200", ValueError),        # after the geometry, before the volume
+])
+def test_load_param_is_all_or_nothing(tmp_path, key, value, error):
+    """A file that a setter refuses part-way leaves the object exactly as before the call
+    (issue 31, item 6: the geometry was the file's, the volume the former one)."""
+    from conftest import REFERENCE_DIR
+    text = (REFERENCE_DIR / "cone.param").read_text()
+    bad = tmp_path / "bad.param"
+    bad.write_text("\n".join(f"{key} = {value}" if line.split("=")[0].strip() == key
+                             else line for line in text.splitlines())
+                   + ("" if f"\n{key} =" in text else f"\n{key} = {value}\n"))
+    ct = tomographicModels()
+    ct.set_parallelbeam(10, 4, 8, 1.0, 1.0, 1.5, 3.5, ct.setAngleArray(10, 180.0))
+    ct.set_default_volume()
+    ct.set_offsetScan(False)
+    before = dict(vars(ct))
+    with pytest.raises(error):
+        ct.load_param(str(bad))
+    after = vars(ct)
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] for k in before)
+    assert ct.get_geometry() == "PARALLEL" and ct.get_volume_dim() == (4, 8, 8)
+    ct.load_param(str(REFERENCE_DIR / "cone.param"))        # and a good file still loads
+    assert ct.get_geometry() == "CONE" and ct.get_volume_dim() == (40, 80, 80)

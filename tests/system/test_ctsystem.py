@@ -85,6 +85,51 @@ def test_operator_shapes_transpose_and_scipy_lsqr(rng):
                        rtol=1e-6, atol=1e-6)
 
 
+def test_operator_matrix_protocol(rng):
+    """``op @ x`` and ``op(x)`` on flat, column-stacked and shaped arrays, ``x @ op``,
+    ``dtype``, ``aslinearoperator`` and CG on the normal equations, on the facade's
+    system (issue 31, item 5: ``op @ x`` raised)."""
+    from leap.compat.model import tomographicModels
+    ct = tomographicModels()
+    ct.set_conebeam(20, 6, 16, 1.0, 1.0, 2.5, 7.5, ct.setAngleArray(20, 360.0), 100.0, 200.0)
+    ct.set_default_volume()
+    op = ct.system.operator()
+    assert op.dtype == np.float32 and op.ndim == 2
+    f = rng.random(op.domain_shape, dtype=np.float32)
+    Pf = ct.allocate_projections()
+    ct.project(Pf, f)
+    assert np.array_equal(op @ f, Pf) and np.array_equal(op(f), Pf)
+    assert np.array_equal(op @ f.ravel(), Pf.ravel()) and np.array_equal(op(f.ravel()), Pf.ravel())
+    assert (op @ f.ravel().astype(np.float64)).dtype == np.float64
+    X = np.stack([f.ravel(), 2 * f.ravel()], axis=1)
+    np.testing.assert_allclose(op @ X, np.stack([Pf.ravel(), 2 * Pf.ravel()], axis=1), rtol=1e-6)
+    assert (op @ np.zeros((op.shape[1], 0))).shape == (op.shape[0], 0)
+    y = rng.random(op.shape[0]).astype(np.float32)
+    Pty = op.adjoint(y.reshape(op.range_shape))
+    assert np.array_equal(op.T @ y, Pty.ravel()) and np.array_equal(y @ op, Pty.ravel())
+    assert np.array_equal(op.H @ y.reshape(op.range_shape), Pty)
+    with pytest.raises(ValueError, match="shape"):
+        op @ np.ones(op.shape[1] + 1, np.float32)
+    with pytest.raises(ValueError, match="flat x"):
+        np.ones(op.shape[1], np.float32) @ op
+    with pytest.raises(TypeError, match="real"):
+        op @ np.ones(op.shape[1], np.complex64)
+
+    A = spla.aslinearoperator(op)
+    assert A.shape == op.shape and A.dtype == np.float32
+    np.testing.assert_allclose(A @ f.ravel(), Pf.ravel(), rtol=1e-6)
+    np.testing.assert_allclose(A.H @ y, Pty.ravel(), rtol=1e-6)
+    # CG on the normal equations PᵀP x = Pᵀ b recovers a consistent solution's data.
+    truth = np.zeros(op.domain_shape, np.float32)
+    truth[:, 4:10, 5:11] = 0.02
+    b = op @ truth.ravel()
+    N = spla.LinearOperator((op.shape[1],) * 2, matvec=lambda v: op.T @ (op @ v),
+                            dtype=np.float64)
+    x, info = spla.cg(N, (op.T @ b).astype(np.float64), maxiter=200, rtol=1e-8)
+    assert rel_l2(op @ x, b) < 1e-2
+    assert rel_l2(x.reshape(op.domain_shape), truth) < 0.2
+
+
 def test_operator_views_and_fbp():
     s = _system()
     op = s.operator()
