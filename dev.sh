@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for developers and CI.
-#   ./dev.sh demo   set up .venv and run the demo (cone-beam scan of a 3-D phantom)
+#   ./dev.sh demo   set up .venv and run the demo (a cone-beam scan of a 3-D phantom,
+#                   reconstructed by FBP and OS-SART)
 #   ./dev.sh test   set up .venv and run the test suite (what .ci/run calls)
 #   ./dev.sh docs   set up .venv and build the documentation into docs/_build/html
 #                   (warnings are errors, as in the test suite's docs build)

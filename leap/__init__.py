@@ -5,9 +5,8 @@ Importing leap never imports torch, cupy or CUDA.
 from . import _threading  # noqa: F401  (first: TBB must be loaded before any parallel kernel runs)
 from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
+from ._version import __version__
 from .operators import backproject, project
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name):

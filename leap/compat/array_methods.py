@@ -257,19 +257,7 @@ class ArrayMixin:
         import logging
         return self._set_log(logging.DEBUG, True, True)
 
-    # ------------------------------------------------------- copies and chunks
-    def copy_parameters(self, leapct):
-        """Copy geometry, volume, options and phantom from another tomographicModels."""
-        import copy
-
-        from .model import tomographicModels
-        if not isinstance(leapct, tomographicModels):
-            raise TypeError(f"copy_parameters needs a tomographicModels, got {type(leapct).__name__}")
-        for key, value in vars(leapct).items():
-            if key != "param_id":
-                setattr(self, key, copy.deepcopy(value))
-        return True
-
+    # ------------------------------------------------------------- chunks
     def rowRangeNeededForBackprojection(self, iz=None):
         """``[first, last]`` detector rows that back-projecting into the current volume
         (or, with ``iz``, into its slice ``iz``; out of range: the middle slice) needs —

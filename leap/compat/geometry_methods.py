@@ -260,7 +260,7 @@ class GeometryToolsMixin:
     def get_z_source_offset(self):
         """LEAP's z_source_offset, mm: helical source height is h·φ + z_source_offset with
         φ = ψ − π/2 in radians, i.e. −h·(φ_first + φ_last)/2 (0 for circular orbits)."""
-        from ..geometry.angles import z_source_offset
+        from ..geometry.cone import z_source_offset
         return z_source_offset(self.core_geometry())
 
     def angles_are_defined(self):

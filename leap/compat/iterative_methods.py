@@ -53,6 +53,13 @@ def _filtered_in_place(f):
     return f
 
 
+def _step(num, denom_data, denom_reg) -> float:
+    """``num / (denom_data + denom_reg)`` as a float; 0 when the denominator is below
+    1e-16 in magnitude (LEAP's rule for step sizes)."""
+    num, denom = float(num), float(denom_data) + float(denom_reg)
+    return num / denom if abs(denom) > 1e-16 else 0.0
+
+
 def _tv_beta(beta):
     # LEAP's TV routines treat beta <= 0 as 1.
     beta = float(beta)
@@ -307,6 +314,48 @@ class IterativeMethodsMixin:
         """Derivative Least Squares: :meth:`RDLS` without regularisation. Returns ``f``."""
         return self.RDLS(g, f, numIter, None, preconditionerFWHM, nonnegativityConstraint,
                          dimDeriv, progress=progress, callback=callback)
+
+    # ------------------------------------------------------- step sizes
+    def RWLSstepSize(self, f, grad, d, Pd, W, filters, num=None):
+        r"""Step size of an RWLS iteration along the descent direction ``d``: the minimiser
+        of the quadratic model of :math:`\frac12 (Pf-g)^T W (Pf-g) + R(f)` along ``d``,
+
+        .. math:: \lambda = \frac{\langle d, \mathrm{grad}\rangle}
+                  {\langle Pd, W\,Pd\rangle + d^T H_R d},
+
+        ``grad`` the cost's (negative) gradient that ``d`` descends, ``Pd`` the projection
+        of ``d``, ``W`` the weights (None: all ones), ``filters`` R (a filterSequence or
+        None; ``dᵀH_R d`` is its ``quadForm(f, d)``, counted when its beta > 0) and
+        ``num`` the numerator if already known. Volumes and projections as in
+        :meth:`RWLS`; returns a float, 0 where the denominator vanishes (LEAP's rule)."""
+        if num is None:
+            num = self.innerProd(d, grad)
+        denom = self.innerProd(Pd, Pd) if W is None else self.innerProd(Pd, Pd, W)
+        return _step(num, denom, self._quad_form(filters, f, d, "RWLSstepSize"))
+
+    def RDLSstepSize(self, f, grad, d, Pd, filters, dimDeriv, smoothLaplacian):
+        r"""Step size of an RDLS iteration along ``d``: as :meth:`RWLSstepSize` with the
+        weights −Δ of :meth:`RDLS` (the projections' Laplacian, along columns for
+        ``dimDeriv=1``, rows and columns for 2, its two-pixel form when
+        ``smoothLaplacian``): :math:`\lambda = \langle d, \mathrm{grad}\rangle /
+        (\langle -\Delta Pd, Pd\rangle + d^T H_R d)`. Returns a float."""
+        num = self.innerProd(d, grad)
+        LPd = self.copyData(Pd)
+        self.Laplacian(LPd, dimDeriv, smoothLaplacian)
+        denom = -self.innerProd(LPd, Pd)
+        return _step(num, denom, self._quad_form(filters, f, d, "RDLSstepSize"))
+
+    @staticmethod
+    def _quad_form(filters, f, d, name):
+        """``dᵀ H_R d`` of ``filters`` at ``f`` (0 without filters or with beta ≤ 0)."""
+        seq = _filters(filters, name)
+        if seq is None or not getattr(seq, "beta", 1.0) > 0.0:
+            return 0.0
+        quad = getattr(seq, "quadForm", None) or getattr(seq, "quad_form", None)
+        if quad is None:
+            raise TypeError(f"{name}: filters must define quadForm(f, d) (a differentiable "
+                            f"filter sequence), got {type(seq).__name__}")
+        return quad(f, d)
 
     def _rwls(self, name, g, f, numIter, filters, W, preconditioner, nonnegativityConstraint,
               progress, callback):

@@ -11,6 +11,7 @@ names what was expected.
 from __future__ import annotations
 
 import contextlib
+import copy
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from .param_methods import ParameterMixin
 from .phantom_methods import PhantomMixin
 from .preprocessing_methods import PreprocessingMixin
 from .rebin_methods import RebinMixin
+from .registry import Parameters, library_models, model_id, register, registered
 from .special_methods import SpecialModelsMixin
 
 
@@ -53,8 +55,75 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
     """
 
     def __init__(self, param_id=None, lib_dir=""):
-        self.param_id = param_id
+        # param_id None: a new model. An id of a live model: this object works on that
+        # model's parameters (LEAP's two Python objects on one library model). Any other
+        # id: a new model under that id (LEAP creates model 0 on first use).
+        pid = None if param_id is None else model_id(param_id)
+        other = None if pid is None else registered(pid)
+        if other is not None:
+            object.__setattr__(self, "__dict__", other)
+            return
+        object.__setattr__(self, "__dict__", Parameters())
         self.reset()
+        self.param_id = register(vars(self), pid)
+
+    # ---------------------------------------------------------------- models
+    # LEAP's library keeps numbered models and each Python object works on one of them
+    # (param_id); here a model is the dict of an object's settings (see .registry).
+    def __getstate__(self):
+        return dict(vars(self))
+
+    def __setstate__(self, state):
+        # A copy (copy.deepcopy, pickle) is a new model with the same settings.
+        object.__setattr__(self, "__dict__", Parameters(state))
+        self.param_id = register(vars(self), None)
+
+    def create_new_model(self):
+        """A new model (geometry and volume not set), kept for the life of the process
+        as LEAP's library keeps it; returns its id. ``tomographicModels(param_id=id)``
+        works on it. This object stays on its own model."""
+        params = vars(tomographicModels())
+        library_models.append(params)
+        return params["param_id"]
+
+    def set_model(self, i=None):
+        """LEAP selects model ``i`` (default: this object's) as its library's current
+        one before each call (LEAP calls this function "private"). leap keeps no
+        library-wide current model: every method works on its object's own model, so
+        selecting one changes nothing. Returns True if ``i`` names a live model, as LEAP's
+        ids of existing models do; raises ValueError otherwise."""
+        pid = self.param_id if i is None else model_id(i)
+        if registered(pid) is None:
+            raise ValueError(f"model {pid} does not exist: ids come from tomographicModels() "
+                             "objects (their param_id) and create_new_model()")
+        return True
+
+    def copy_parameters(self, leapct):
+        """Copy geometry, volume, options and phantom from another tomographicModels
+        (this object keeps its own model id)."""
+        if not isinstance(leapct, tomographicModels):
+            raise TypeError(f"copy_parameters needs a tomographicModels, got {type(leapct).__name__}")
+        for key, value in list(vars(leapct).items()):
+            if key not in ("param_id", "_derived"):
+                setattr(self, key, copy.deepcopy(value))
+        return True
+
+    def test_script(self):
+        """LEAP's hook for a developer's test (empty upstream). leap's checks the model it
+        is called on: the projector and back-projector of the current geometry and volume
+        are matched, ``<P f, g> = <f, Pᵀ g>`` on random non-negative arrays, to 1e-4
+        relative. Returns True if so, False otherwise (and logs the mismatch)."""
+        import logging
+        rng = np.random.default_rng(0)
+        s = self.system
+        f = rng.random(s.volume_shape, dtype=np.float32)
+        g = rng.random(s.projection_shape, dtype=np.float32)
+        a = float(np.vdot(s.project(f).astype(np.float64), g))
+        b = float(np.vdot(f.astype(np.float64), s.backproject(g)))
+        mismatch = abs(a - b) / max(abs(a), abs(b), np.finfo(np.float64).tiny)
+        logging.getLogger("leap").info("test_script: <Pf, g> = %.9g, <f, P^T g> = %.9g, "
+                                       "relative mismatch %.3g", a, b, mismatch)
+        return bool(mismatch <= 1e-4)
 
     def __setattr__(self, name, value):
         # Every setting lives in an attribute; the core objects derived from them (the
@@ -101,11 +170,11 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
 
     def about(self):
         """Print the version of leap."""
-        from .. import __version__
+        from .._version import __version__
         print(f"leap {__version__}: LEAP-compatible CT projectors in Python (Numba CPU and CUDA back-ends)")
 
     def version(self):
-        from .. import __version__
+        from .._version import __version__
         return __version__
 
     def ct_geometry_defined(self):
@@ -561,3 +630,4 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
         if not isinstance(geo, ModularBeam):
             return None
         return np.array(getattr(geo, name), dtype=np.float32)
+

@@ -1,4 +1,4 @@
-"""View angles: LEAP's angular range, equal spacing, and the helical source offset.
+"""View angles: LEAP's angular range and equal spacing.
 
 The range and spacing helpers take angles in any unit and answer in the same unit, so
 they serve both the core (radians) and LEAP's parameters (degrees).
@@ -10,7 +10,6 @@ import math
 import numpy as np
 
 from ._checks import positive_int
-from .cone import ConeBeam
 
 #: Largest deviation of a step from the first one that still counts as equal spacing,
 #: radians (LEAP's tolerance).
@@ -52,16 +51,3 @@ def are_equispaced(angles, tolerance: float = EQUISPACED_TOLERANCE) -> bool:
     steps = np.diff(a)
     return bool(np.all(np.abs(steps - steps[0]) <= tolerance))
 
-
-def z_source_offset(geometry) -> float:
-    """LEAP's ``z_source_offset`` of a helical cone beam, mm.
-
-    LEAP writes the source height as ``h·φ + z_source_offset`` with φ = ψ − π/2 (its
-    internal angle); the core's ``h·(ψ − ψ_mid)`` (:meth:`ConeBeam.source_z`) makes it
-    ``h·(π/2 − ψ_mid)``, which is ``−h·(φ_first + φ_last)/2`` unless the views were
-    sliced. 0 for circular cone beams and every other geometry (cone-parallel beams
-    included, as the LEAP facade has always reported).
-    """
-    if not isinstance(geometry, ConeBeam) or not geometry.is_helical:
-        return 0.0
-    return float(geometry.helical_pitch * (0.5 * math.pi - geometry.helical_mid_angle))

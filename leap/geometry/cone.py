@@ -1,6 +1,7 @@
 """Cone-beam geometry: circular or helical source orbit, flat or curved detector."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,3 +125,17 @@ class ConeBeam(DivergentBeam):
     def axial_views(self) -> AxialViews:
         return AxialViews(column_axes(self.angles), self.source_xy(), self.source_z(),
                           self.sdd, self.column_model, True, self.fov_radius())
+
+
+def z_source_offset(geometry) -> float:
+    """LEAP's ``z_source_offset`` of a helical cone beam, mm.
+
+    LEAP writes the source height as ``h·φ + z_source_offset`` with φ = ψ − π/2 (its
+    internal angle); the core's ``h·(ψ − ψ_mid)`` (:meth:`ConeBeam.source_z`) makes it
+    ``h·(π/2 − ψ_mid)``, which is ``−h·(φ_first + φ_last)/2`` unless the views were
+    sliced. 0 for circular cone beams and every other geometry (cone-parallel beams
+    included, as the LEAP facade has always reported).
+    """
+    if not isinstance(geometry, ConeBeam) or not geometry.is_helical:
+        return 0.0
+    return float(geometry.helical_pitch * (0.5 * math.pi - geometry.helical_mid_angle))

@@ -30,13 +30,13 @@ and CT geometry of a scan in a small text file of ``key = value`` lines::
     helicalPitch = 0.000000e+00
 
 :func:`read_param_file` turns such a file into a ``dict``;
-:func:`write_param_file` writes a ``dict`` back in exactly the layout LEAP's
+:func:`~leap.io.write_param_file` writes a ``dict`` back in exactly the layout LEAP's
 writer produces, so that LEAP itself can load the file.
 
 Keys
 ----
 All lengths are in mm and all angles in degrees.  "Required" means
-:func:`read_param_file` and :func:`write_param_file` raise :class:`ValueError`
+:func:`read_param_file` and :func:`~leap.io.write_param_file` raise :class:`ValueError`
 when the key is missing.
 
 CT volume (section ``# CT volume parameters``)
@@ -193,8 +193,8 @@ import numpy as np
 
 from ..weights import angular_range
 
-__all__ = ["read_param_file", "read_param_dict", "read_param_entries", "write_param_file",
-           "format_params", "LeapParamWarning", "GEOMETRIES"]
+__all__ = ["read_param_file", "read_param_dict", "read_param_entries", "LeapParamWarning",
+           "GEOMETRIES"]
 
 
 class LeapParamWarning(UserWarning):
@@ -600,6 +600,3 @@ def read_param_dict(params: Mapping, source: str = "<dict>") -> dict:
         lines.append(f"{key} = {value}")
     return _parse_text("\n".join(lines), source)
 
-
-# Writing lives in :mod:`leap.io.param_writer`; re-exported here.
-from .param_writer import format_params, write_param_file  # noqa: E402

@@ -10,20 +10,18 @@ with the number of calls.
 
 The named classes (``ProjectorFunctionCPU`` … ``FBPReverseFunctionGPU``) keep upstream
 ``leaptorch``'s signature ``forward(ctx, input, proj, vol, param_id)``. ``param_id``
-names the module whose geometry to use (see :func:`model_for`); ``proj`` and ``vol``,
+names the model (a module's) whose geometry to use (see :func:`model_for`); ``proj`` and ``vol``,
 upstream's preallocated output buffers, are accepted and ignored: every call returns a
 new tensor. CPU and GPU variants are the same class; the device follows the input.
 """
 from __future__ import annotations
 
-import itertools
 import numbers
-import threading
-import weakref
 
 import torch
 
 from ..compat import tomographicModels
+from ..compat.registry import registered
 from ._operator import CTOperator, check_input
 
 __all__ = [
@@ -36,24 +34,12 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- param_id
-# Upstream keeps geometries in numbered slots of a C++ library, and every
-# ``use_static=True`` module writes slot 0, so two such modules silently share (and
-# overwrite) one geometry. Here every module gets its own id whatever ``use_static``
-# says, and an id maps to the module that owns it. The map holds modules weakly, so it
-# neither keeps modules alive nor grows with modules that are gone.
-_modules: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
-_next_id = itertools.count(1)
-_lock = threading.Lock()
-
-
-def register(module) -> int:
-    """Give ``module`` (anything with a ``leapct`` attribute) a new, never reused id."""
-    with _lock:
-        pid = next(_next_id)
-        _modules[pid] = module
-    return pid
-
-
+# Upstream keeps geometries in numbered models of a C++ library, and every
+# ``use_static=True`` module writes model 0, so two such modules silently share (and
+# overwrite) one geometry. Here every module's facade is a model of its own whatever
+# ``use_static`` says, and its id is the module's ``param_id``: the facade's registry
+# (:mod:`leap.compat.registry`) maps ids to live models, weakly, so it neither keeps
+# modules alive nor grows with modules that are gone.
 def model_for(param_id) -> tomographicModels:
     """The facade that ``param_id`` names.
 
@@ -76,11 +62,11 @@ def model_for(param_id) -> tomographicModels:
     if isinstance(param_id, bool) or not isinstance(param_id, numbers.Integral):
         raise TypeError(f"param_id must be an int, a one-element integer tensor, a leap.torch "
                         f"module or a tomographicModels, got {type(param_id).__name__}")
-    module = _modules.get(int(param_id))
-    if module is None:
+    params = registered(int(param_id)) if param_id >= 0 else None
+    if params is None:
         raise ValueError(f"param_id {int(param_id)} does not name a live leap.torch module; "
                          "pass module.param_id_t of the Projector/FBP whose geometry to use")
-    return module.leapct
+    return tomographicModels(param_id=int(param_id))   # on params, alive while referenced
 
 
 # ------------------------------------------------------------------ implementation

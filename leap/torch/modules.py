@@ -116,8 +116,9 @@ class BaseProjector(torch.nn.Module):
                 self.gpu_device = torch.device("cpu")
 
     def _register(self):
-        self.param_id = _functions.register(self)
-        self.leapct.param_id = self.param_id
+        # The module's id is its facade's model id (LEAP: ``self.param_id =
+        # self.leapct.param_id``); the named Functions find the model by it.
+        self.param_id = self.leapct.param_id
 
     @property
     def param_id_t(self) -> torch.Tensor:
@@ -126,7 +127,7 @@ class BaseProjector(torch.nn.Module):
         return torch.tensor(self.param_id, device=dev)
 
     def __setstate__(self, state):
-        # A copy (copy.deepcopy, pickle) has its own facade, so it gets its own id.
+        # A copy (copy.deepcopy, pickle) has its own facade, a new model with its own id.
         super().__setstate__(state)
         self._register()
 

@@ -405,3 +405,136 @@ def test_load_param_is_all_or_nothing(tmp_path, key, value, error):
     assert ct.get_geometry() == "PARALLEL" and ct.get_volume_dim() == (4, 8, 8)
     ct.load_param(str(REFERENCE_DIR / "cone.param"))        # and a good file still loads
     assert ct.get_geometry() == "CONE" and ct.get_volume_dim() == (40, 80, 80)
+
+
+# ------------------------------------------------- models (param_id), LEAP's helpers
+def test_param_id_names_a_shared_model():
+    """LEAP: two objects built on one param_id work on one model; create_new_model adds
+    a model for later objects; set_model selects (here: checks) a model (issue 31, 3)."""
+    import copy
+    import pickle
+    a = tomographicModels()
+    b = tomographicModels(param_id=a.param_id)
+    assert b.param_id == a.param_id and tomographicModels().param_id != a.param_id
+    a.set_parallelbeam(6, 2, 8, 1.0, 1.0, 0.5, 3.5, a.setAngleArray(6, 180.0))
+    b.set_default_volume()
+    assert b.get_geometry() == "PARALLEL" and a.get_volume_dim() == (2, 8, 8)
+    assert a.set_model() and a.set_model(b.param_id)
+    pid = a.create_new_model()
+    assert pid not in (a.param_id, b.param_id) and a.set_model(pid)
+    c = tomographicModels(param_id=np.int64(pid))
+    assert c.param_id == pid and not c.ct_geometry_defined()
+    c.set_fanbeam(4, 1, 8, 1.0, 1.0, 0.0, 3.5, c.setAngleArray(4, 360.0), 100.0, 200.0)
+    assert tomographicModels(param_id=pid).get_geometry() == "FAN"
+    assert a.get_geometry() == "PARALLEL"
+    for d in (copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert d.param_id != a.param_id and d.get_volume_dim() == (2, 8, 8)
+        d.set_numZ(1) if hasattr(d, "set_numZ") else d.set_volume(8, 8, 1)
+        assert a.get_volume_dim() == (2, 8, 8)
+    unused = max(a.param_id, pid) + 10_000
+    e = tomographicModels(param_id=unused)           # LEAP: a model on first use
+    assert e.param_id == unused and tomographicModels().param_id != unused
+    with pytest.raises(ValueError, match="does not exist"):
+        a.set_model(unused + 1)
+    for bad in (-1, 1.5, "0", True):
+        with pytest.raises(TypeError, match="param_id"):
+            tomographicModels(param_id=bad)
+
+
+def test_test_script_checks_the_model_is_matched():
+    ct = tomographicModels()
+    ct.set_conebeam(12, 6, 10, 1.0, 1.0, 2.5, 4.5, ct.setAngleArray(12, 360.0), 100.0, 200.0)
+    ct.set_default_volume()
+    assert ct.test_script() is True
+
+
+def _quadratic_case():
+    ct = tomographicModels()
+    ct.set_parallelbeam(12, 2, 16, 1.0, 1.0, 0.5, 7.5, ct.setAngleArray(12, 180.0))
+    ct.set_default_volume()
+    rng = np.random.default_rng(4)
+    g = rng.random(ct.get_projection_dim(), dtype=np.float32)
+    f = 0.01 * rng.random(ct.get_volume_dim(), dtype=np.float32)
+    W = rng.uniform(0.5, 1.5, g.shape).astype(np.float32)
+    return ct, g, f, W
+
+
+def test_rwls_step_size_minimises_the_cost_along_d():
+    """RWLSstepSize (LEAP's arguments): with grad = −∇C and d = grad, the step minimises
+    C(f + λd) = ½(P(f + λd) − g)ᵀW(…) + R exactly when R is quadratic (TV with p = 2)."""
+    from leap.compat.filter_sequence import TV, filterSequence
+    ct, g, f, W = _quadratic_case()
+
+    def residual(x):
+        p = ct.allocate_projections()
+        ct.project(p, x)
+        return p - g
+
+    r = residual(f)
+    grad = ct.allocate_volume()
+    Pd = ct.allocate_projections()
+    seq = filterSequence(0.5)
+    seq.append(TV(ct, delta=1.0, p=2.0))      # quadratic: |t| < delta everywhere
+    for filters, w in ((None, None), (None, W), (seq, W)):
+        ww = 1.0 if w is None else w
+        ct.backproject(-(ww * r).astype(np.float32), grad)            # −∇ of the data term
+        d = grad - (seq.gradient(f) if filters is not None else 0.0)  # −∇C
+        ct.project(Pd, d)
+        lam = ct.RWLSstepSize(f, d, d, Pd, w, filters)
+
+        def cost(t):
+            x = f + t * d
+            c = 0.5 * float(np.sum(ww * residual(x).astype(np.float64) ** 2))
+            return c + (seq.cost(x) if filters is not None else 0.0)
+
+        c0, c1, c2 = cost(0.9 * lam), cost(lam), cost(1.1 * lam)
+        assert lam > 0 and c1 < c0 and c1 < c2
+        # a parabola through the three points has its vertex at lam
+        vertex = lam * (1 + 0.1 * (c0 - c2) / (2 * (c0 - 2 * c1 + c2)))
+        assert vertex == pytest.approx(lam, rel=2e-3)
+    assert ct.RWLSstepSize(f, grad, np.zeros_like(f), np.zeros_like(g), None, None) == 0.0
+    assert ct.RWLSstepSize(f, grad, grad, Pd, None, None, num=3.0) == pytest.approx(
+        3.0 / float(np.sum(Pd.astype(np.float64) ** 2)), rel=1e-5)
+
+
+def test_rdls_step_size_uses_the_laplacian_weights():
+    ct, g, f, _ = _quadratic_case()
+    rng = np.random.default_rng(5)
+    d = rng.standard_normal(f.shape).astype(np.float32)
+    grad = rng.standard_normal(f.shape).astype(np.float32)
+    Pd = ct.allocate_projections()
+    ct.project(Pd, d)
+    for dims, smooth in ((1, False), (2, True)):
+        LPd = Pd.copy()
+        ct.Laplacian(LPd, dims, smooth)
+        expected = float(np.vdot(d, grad)) / -float(np.vdot(LPd, Pd))
+        assert ct.RDLSstepSize(f, grad, d, Pd, None, dims, smooth) == pytest.approx(expected,
+                                                                                   rel=1e-4)
+
+
+def test_draw_ct_and_draw_volume():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ct = tomographicModels()
+    ct.set_conebeam(5, 4, 6, 1.0, 1.0, 1.5, 2.5, ct.setAngleArray(5, 360.0), 100.0, 200.0)
+    ct.set_default_volume()
+    ct.convert_to_modularbeam()
+    ax = plt.figure().add_subplot(111, projection="3d")
+    assert ct.drawCT(ax) is ax
+    blue = [ln for ln in ax.get_lines() if ln.get_color() == "b"]
+    assert len(blue) == 5                              # every module of a modular beam
+    ax2 = plt.figure().add_subplot(111, projection="3d")
+    ct.drawCT(ax2, 2)
+    outline = np.column_stack([ln for ln in ax2.get_lines() if ln.get_color() == "b"][0]
+                              .get_data_3d())
+    rays = [np.column_stack(ln.get_data_3d()) for ln in ax2.get_lines()
+            if ln.get_color() == "0.6"]
+    assert len(rays) == 4 and all(np.allclose(r[1], c) for r, c in zip(rays, outline[:4]))
+    assert ct.drawVolume(ax2) is ax2
+    assert len(ax2.collections) >= 2                   # the source marker and the box
+    box = np.vstack([np.column_stack(ln.get_data_3d()) for ln in ax2.get_lines()
+                     if ln.get_color() == "k"])
+    half = 0.5 * 6 * ct.get_voxelWidth()
+    np.testing.assert_allclose(np.abs(box[:, :2]), half)
+    plt.close("all")

@@ -12,8 +12,8 @@ import pytest
 
 from leap import geometric_calibration as cal
 from leap.geometry import ConeBeam, ConeParallelBeam, Detector, FanBeam, ParallelBeam, Volume
-from leap.geometry.angles import (angular_span, are_equispaced, respaced_angles,
-                                  z_source_offset)
+from leap.geometry.angles import angular_span, are_equispaced, respaced_angles
+from leap.geometry.cone import z_source_offset
 from leap.geometry.ranges import (bounding_radius, fov_or_volume_radius, leap_row_range,
                                   rows_per_slab)
 from leap.geometry.rays import pixel_positions, pixel_rays

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import REFERENCE_DIR
 from leap.io import LeapParamWarning, read_param_file, write_param_file
-from leap.io.params import format_params
+from leap.io.param_writer import format_params
 
 REF_DIR = REFERENCE_DIR
 REF_FILES = sorted(REF_DIR.glob("*.param"))
