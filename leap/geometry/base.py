@@ -5,6 +5,7 @@ import dataclasses
 
 import numpy as np
 
+from .angles import respaced_angles
 from .detector import Detector
 
 
@@ -59,7 +60,6 @@ class ScanGeometry:
         """The same scan with ``num_angles`` views spread evenly over its angular range
         (:func:`leap.geometry.angles.respaced_angles`: LEAP's range, from the first angle,
         in the same direction; one view stands for a full turn)."""
-        from .angles import respaced_angles
         return self.with_changes(angles=respaced_angles(self.angles, num_angles))
 
     def resized(self, num_rows: int | None = None, num_cols: int | None = None):
