@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.kernels.cpu import axial, columns, launch
+from leap.kernels.cpu import axial_direct, columns, launch
 from leap.kernels.plan import make_plan
 
 VOLUME = leap.Volume(num_x=21, num_y=18, num_z=7, voxel_width=0.5, voxel_height=0.5)
@@ -96,17 +96,17 @@ def test_data_with_a_large_mean_keep_float32_accuracy(name, rng):
 
 
 def test_projector_blocks_of_volume_rows_cover_the_volume(rng, monkeypatch):
-    """The direct-row projector adds blocks of volume rows (axial.DIRECT_BLOCK_BYTES) to a
-    group of views (axial.direct_group) in turn: with 1 MiB volume rows every row is a
-    block of its own, and a view count one past a multiple of the group leaves a last
-    group of one view."""
+    """The direct-row projector adds blocks of volume rows
+    (axial_direct.DIRECT_BLOCK_BYTES) to a group of views (axial_direct.direct_group) in
+    turn: with 1 MiB volume rows every row is a block of its own, and a view count one
+    past a multiple of the group leaves a last group of one view."""
     vol = leap.Volume(num_x=256, num_y=3, num_z=1024, voxel_width=1.0, voxel_height=1.0)
-    assert 4 * vol.num_x * vol.num_z >= axial.DIRECT_BLOCK_BYTES
+    assert 4 * vol.num_x * vol.num_z >= axial_direct.DIRECT_BLOCK_BYTES
     det = leap.Detector(num_rows=1024, num_cols=262, pixel_height=1.0, pixel_width=1.0)
     threads = numba.get_num_threads()
     views = 4 * threads + 1
-    size = axial.direct_group(views, threads, 4 * vol.num_x * vol.num_y * vol.num_z)
-    assert size == axial.DIRECT_GROUP > 1 and views % size == 1
+    size = axial_direct.direct_group(views, threads, 4 * vol.num_x * vol.num_y * vol.num_z)
+    assert size == axial_direct.DIRECT_GROUP > 1 and views % size == 1
     geo = leap.ParallelBeam(detector=det, angles=np.linspace(0.1, np.pi, views, endpoint=False))
     # Multiples of 1/64: the cumulative sums' path is exact on them however tall the
     # columns, so the two paths must agree to their output's rounding.
@@ -122,13 +122,13 @@ def test_projector_view_groups():
     """Groups of DIRECT_GROUP views, DIRECT_GROUP_LARGE for volumes past the cache, fewer
     where there would be under two groups per thread."""
     small, large = 4 * 128 ** 3, 4 * 256 ** 3
-    assert small <= axial.LARGE_VOLUME_BYTES < large
-    assert axial.direct_group(180, 2, small) == axial.DIRECT_GROUP == 2
-    assert axial.direct_group(180, 2, large) == axial.DIRECT_GROUP_LARGE == 4
-    assert axial.direct_group(10, 2, large) == 2
-    assert axial.direct_group(5, 2, large) == 1
-    assert axial.direct_group(1, 8, small) == 1
-    assert axial.direct_group(0, 0, small) == 1
+    assert small <= axial_direct.LARGE_VOLUME_BYTES < large
+    assert axial_direct.direct_group(180, 2, small) == axial_direct.DIRECT_GROUP == 2
+    assert axial_direct.direct_group(180, 2, large) == axial_direct.DIRECT_GROUP_LARGE == 4
+    assert axial_direct.direct_group(10, 2, large) == 2
+    assert axial_direct.direct_group(5, 2, large) == 1
+    assert axial_direct.direct_group(1, 8, small) == 1
+    assert axial_direct.direct_group(0, 0, small) == 1
 
 
 @pytest.mark.parametrize("name", ["fan", "fan_tall_shifted"])

@@ -1,5 +1,5 @@
 """The CPU back-projector adds direct-row views (parallel and fan beams) four at a time,
-one pass over each voxel column for the four (leap.kernels.cpu.axial._gather_direct_views,
+one pass over each voxel column for the four (leap.kernels.cpu.axial_direct._gather_direct_views,
 PASS_VIEWS; two or three views in the same pass with the empty places weighted 0, one alone).
 
 Back-projection is linear in the views, so the result must be the sum of one-view

@@ -1,4 +1,5 @@
-"""Per-column building blocks of the axial CPU kernels (:mod:`leap.kernels.cpu.axial`).
+"""Per-column building blocks of the axial CPU kernels (:mod:`leap.kernels.cpu.axial`,
+:mod:`leap.kernels.cpu.axial_direct`, :mod:`leap.kernels.cpu.axial_slice`).
 
 Why cumulative sums: for one view and one voxel column (x, y) the column footprint is
 the same for every z, and the row intervals of the voxels are contiguous and equally

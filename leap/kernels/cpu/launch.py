@@ -1,7 +1,9 @@
 """CPU launchers: ``project(plan, f, g)`` and ``backproject(plan, g, f)``.
 
 The one place where a :class:`~leap.kernels.plan.Plan` is unpacked into the Numba CPU
-kernels' arguments (:mod:`leap.kernels.cpu.axial`, :mod:`leap.kernels.cpu.modular`).
+kernels' arguments (:mod:`leap.kernels.cpu.axial`, whose direct-row passes are in
+:mod:`leap.kernels.cpu.axial_direct`; :mod:`leap.kernels.cpu.axial_slice`;
+:mod:`leap.kernels.cpu.modular`).
 Arrays are float32, C-contiguous and already validated; the outputs are overwritten.
 
 Modular beams whose modules are all vertical run on the axial kernels (view by view a
@@ -14,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import axial, axial_slice, columns, modular
+from . import axial, axial_direct, axial_slice, columns, modular
 from . import filters as _filters
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
@@ -42,14 +44,14 @@ def uses_axial_kernels(plan) -> bool:
 def direct_rows(plan) -> bool:
     """Whether the axial kernels run the plan on values rather than cumulative sums:
     every view has direct rows (voxel k covers exactly detector row k + shift,
-    :func:`leap.kernels.cpu.axial.all_direct`: parallel and fan beams with voxels as
+    :func:`leap.kernels.cpu.axial_direct.all_direct`: parallel and fan beams with voxels as
     high as pixels and slices centred on rows) and nothing weights voxels within a
     column (slice weights, the modular stretch)."""
     views, sdd, _, center_row, _, stretch = _axial_form(plan)
     s = plan.scalars()
     return (plan.slice_weights is None and not stretch
-            and axial.all_direct(views.source_z, sdd, center_row, views.magnify_z, s.z0,
-                                 s.voxel_height, s.pixel_height))
+            and axial_direct.all_direct(views.source_z, sdd, center_row, views.magnify_z,
+                                        s.z0, s.voxel_height, s.pixel_height))
 
 
 def _single_slice(plan, views, center_row, num_rows):

@@ -1,10 +1,12 @@
 """CUDA projector and matched back-projector for the axial family (parallel, fan, cone).
 
 The same model and the same cumulative-sum formulation as :mod:`leap.kernels.cpu.axial`
-(read its docstring first): the projector interpolates z-cumulative sums of the volume
-per voxel column, the back-projector row-cumulative sums of the projections per
-detector column, at the row / voxel boundaries of the column footprint. Only the data
-layouts and the parallelisation differ, chosen for coalesced GPU access:
+(read its docstring first; direct rows, which the CPU runs on values in
+:mod:`leap.kernels.cpu.axial_direct`, run on the cumulative sums here too): the
+projector interpolates z-cumulative sums of the volume per voxel column, the
+back-projector row-cumulative sums of the projections per detector column, at the row /
+voxel boundaries of the column footprint. Only the data layouts and the parallelisation
+differ, chosen for coalesced GPU access:
 
 * ``S`` (ny, nx, nz + 1): z-cumulative sums, z fastest, so a projector thread reads
   a voxel column along contiguous addresses; ``G`` (na, nrows + 1, ncols):
