@@ -102,8 +102,15 @@ def helical_num_z(geometry, scale: float, angular_range: float) -> int:
     turns = abs(float(f32(angular_range)))
     if turns <= 360.0:
         return min_slices
-    travel = abs(float(f32(geometry.helical_pitch))) * (turns * math.pi / 180.0 - 2.0 * math.pi)
-    return max(min_slices, int(math.ceil((float(H) + travel) / float(vh))))
+    with np.errstate(over="ignore"):            # a pitch beyond float32: inf, refused below
+        pitch = abs(float(f32(geometry.helical_pitch)))
+    slices = (float(H) + pitch * (turns * math.pi / 180.0 - 2.0 * math.pi)) / float(vh)
+    if not slices <= MAX_COUNT:
+        raise ValueError(f"the helical scan's default volume would need {slices:.3g} slices "
+                         f"(at most {MAX_COUNT}): check helicalPitch "
+                         f"({geometry.helical_pitch:g} mm per radian) and the angular range "
+                         f"({angular_range:g} degrees)")
+    return max(min_slices, int(math.ceil(slices)))
 
 
 def default_volume(geometry, scale: float = 1.0, *, angular_range: float = 360.0,

@@ -101,6 +101,15 @@ def test_helical_default_volume_has_leaps_slice_count(num_rows, num_cols, num_z)
     assert leapct.get_numX() == num_cols
 
 
+def test_helical_default_volume_refuses_a_pitch_past_float32():
+    """A pitch that LEAP's float cannot hold gives a clear error, not an overflow
+    (drawn by the facade fuzz test: helicalPitch 1e308)."""
+    ct = tomographicModels()
+    ct.set_conebeam(3, 4, 5, 0.5, 0.9, 2.0, 2.0, [-343.7, 1.2, 75.2], 265.0, 579.0, 0.0, 1e308)
+    with pytest.raises(ValueError, match="helicalPitch"):
+        ct.set_default_volume()
+
+
 def test_convert_to_modularbeam_matches_leap_example():
     leapct = tomographicModels()
     leapct.set_conebeam(2, 4, 6, 1.0, 1.0, 1.5, 2.5, np.array([0.0, 90.0]), 300.0, 600.0, tau=2.0)
