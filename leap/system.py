@@ -348,7 +348,7 @@ class SystemOperator:
 
     For :mod:`leap.algorithms`: ``forward(f, out=None)`` and ``adjoint(g, out=None)`` on
     3-D arrays, ``domain_shape``/``range_shape``, ``num_views``, ``subset(views)`` and
-    ``fbp``. As a matrix, the conventions of :class:`scipy.sparse.linalg.LinearOperator`
+    ``fbp``. As a matrix, the conventions of ``scipy.sparse.linalg.LinearOperator``
     (and of pylops and ODL, which follow them): ``shape`` (number of projection values,
     number of voxels), ``dtype`` (float32), ``op @ x`` and ``op(x)`` on a flat vector
     (length ``shape[1]``: a flat result), a 2-D array of such columns (``shape[1]``,
