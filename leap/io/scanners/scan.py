@@ -1,0 +1,240 @@
+"""A measured scan as read from a scanner's files: its CT system, its raw data (lazy) and
+the vendor's metadata.
+
+Readers (:mod:`leap.io.scanners`) build a :class:`Scan`; nothing of the projections,
+flats or darks is read until asked for (they are :class:`~leap.io.lazy.Source` objects:
+index them, ``np.asarray`` them, or hand them to :mod:`leap.distributed`).
+:meth:`Scan.attenuation` chains the flat-field normalisation and −log
+(:mod:`leap.preprocessing`) and is itself lazy.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...preprocessing.flat_field import MIN_TRANSMISSION, _region, flat_field, neg_log
+from ...system import CTSystem
+from ..lazy import InMemory, Mapped, Source, normalize_key
+
+
+@dataclass(frozen=True, eq=False)
+class Scan:
+    """A scan: geometry and data as the scanner wrote them.
+
+    Attributes
+    ----------
+    system : CTSystem
+        The scan in leap's conventions (mm, radians, LEAP's axes and angle direction) with
+        the default volume for its detector (``system.with_changes(volume=...)`` for
+        another).
+    projections : Source
+        (num_views, num_rows, num_cols) as stored: raw counts, or line integrals where
+        ``is_attenuation`` (formats that store them, e.g. DICOM-CT-PD).
+    flats, darks : Source or None
+        (k, num_rows, num_cols) open-beam and no-beam frames, None where the scan has
+        none.
+    angles : (num_views,) float64
+        The view angles as the vendor measured them (its unit and direction, see
+        ``angle_unit`` and the reader's docstring); ``system.geometry`` holds leap's.
+    metadata : dict
+        The vendor's keys and values as read (strings or numbers).
+    format : str
+        The reader's name ('nikon', 'skyscan', 'nxtomo', 'dxchange', 'zeiss',
+        'dicom-ct-pd').
+    path : str
+        The file or directory the scan was opened from.
+    flat_positions, dark_positions : (k,) float64 or None
+        The view positions at which each flat/dark frame was taken, where the format
+        says (flats before and after a scan are then interpolated per view).
+    is_attenuation : bool
+        ``projections`` already hold line integrals (no flat-field step).
+    angle_unit : str
+        'degree' or 'radian': the unit of ``angles``.
+    """
+
+    system: CTSystem
+    projections: Source
+    flats: Source | None = None
+    darks: Source | None = None
+    angles: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    metadata: dict = field(default_factory=dict)
+    format: str = ""
+    path: str = ""
+    flat_positions: np.ndarray | None = None
+    dark_positions: np.ndarray | None = None
+    is_attenuation: bool = False
+    angle_unit: str = "degree"
+
+    def __post_init__(self):
+        for name in ("projections", "flats", "darks"):
+            x = getattr(self, name)
+            if x is not None and not isinstance(x, Source):
+                object.__setattr__(self, name, InMemory(x))
+        p = self.projections
+        expected = tuple(self.system.projection_shape)
+        if tuple(p.shape) != expected:
+            raise ValueError(f"{self.path or 'scan'}: the projections hold {tuple(p.shape)} "
+                             f"but the geometry says {expected} (views, rows, cols)")
+        for name in ("flats", "darks"):
+            x = getattr(self, name)
+            if x is not None and tuple(x.shape[1:]) != expected[1:]:
+                raise ValueError(f"{self.path or 'scan'}: the {name} are "
+                                 f"{tuple(x.shape[1:])} pixels, the projections {expected[1:]}")
+        object.__setattr__(self, "angles", np.asarray(self.angles, dtype=np.float64))
+
+    # ------------------------------------------------------------ derived
+    def with_system(self, system: CTSystem) -> "Scan":
+        """The same data with another system (e.g. a corrected centre of rotation or a
+        chosen volume); the projection shape must stay the same."""
+        return dataclasses.replace(self, system=system)
+
+    def with_geometry(self, geometry) -> "Scan":
+        """The same data and volume with another geometry (same projection shape)."""
+        return self.with_system(self.system.with_changes(geometry=geometry))
+
+    def attenuation(self, *, air_region=None, min_transmission: float = MIN_TRANSMISSION,
+                    interpolate_flats: bool = True) -> Source:
+        """The line integrals ``−log((raw − dark)/(flat − dark))``, lazy: a
+        :class:`~leap.io.lazy.Source` of float32 (views, rows, cols) that computes each
+        region as it is read (``np.asarray(scan.attenuation())`` for all of it in memory;
+        :mod:`leap.distributed` reads it slab by slab).
+
+        Flats are averaged, or interpolated per view between the positions they were
+        taken at (``interpolate_flats`` and the format records them); darks averaged.
+        ``air_region`` (row slice, col slice) or [r0, r1, c0, c1]: dose normalisation of
+        each view over a region the object never shadows. ``min_transmission``: the
+        floor before −log. Scans that store line integrals return them as float32.
+        """
+        if self.is_attenuation:
+            return Mapped(lambda p, key: p, self.projections)
+        return _Attenuation(self, air_region, float(min_transmission),
+                            bool(interpolate_flats))
+
+    # ---------------------------------------------------------- reporting
+    def summary(self) -> str:
+        """A few lines: format, detector, source and detector distances, angles as
+        measured, the volume, and what raw data there is."""
+        s, g = self.system, self.system.geometry
+        d = g.detector
+        lines = [f"{self.format or 'scan'} scan: {self.path}",
+                 f"  geometry: {type(g).__name__}, {g.num_angles} views, detector "
+                 f"{d.num_rows} x {d.num_cols} pixels of {d.pixel_height:g} x "
+                 f"{d.pixel_width:g} mm (centre row {d.center_row:g}, col "
+                 f"{d.center_col:g}){', curved' if d.curved else ''}"]
+        sod, sdd = getattr(g, "sod", None), getattr(g, "sdd", None)
+        if sod is None and hasattr(g, "mean_distances"):
+            sod, sdd = g.mean_distances()
+        if sod is not None:
+            lines.append(f"  source to axis {sod:g} mm, source to detector {sdd:g} mm, "
+                         f"magnification {sdd / sod:.4g}")
+        if self.angles.size:
+            span = float(self.angles.max() - self.angles.min())
+            lines.append(f"  angles as measured: {self.angles[0]:g} to {self.angles[-1]:g} "
+                         f"{self.angle_unit}s ({self.angles.size} views, span {span:g})")
+        if getattr(g, "is_helical", False):
+            lines.append(f"  helical pitch {g.helical_pitch:g} mm per radian")
+        v = s.volume
+        lines.append(f"  volume: {v.num_x} x {v.num_y} x {v.num_z} voxels of "
+                     f"{v.voxel_width:g} x {v.voxel_width:g} x {v.voxel_height:g} mm")
+        raw = f"  data: projections {self.projections.shape} {self.projections.dtype}"
+        raw += ", line integrals" if self.is_attenuation else ", raw counts"
+        for name in ("flats", "darks"):
+            x = getattr(self, name)
+            raw += f", {x.shape[0]} {name}" if x is not None else f", no {name}"
+        lines.append(raw)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Scan {self.format} {self.path!r}: {self.system.projection_shape}>"
+
+    def sketch(self, views=(0,)):
+        """Draw the system (source path, the detector of ``views``, the volume's box) with
+        matplotlib; returns the figure (see :func:`leap.geometry.sketch.sketch`)."""
+        import matplotlib.pyplot as plt
+
+        from ...geometry.sketch import sketch
+        lines = sketch(self.system.geometry, self.system.volume, views)
+        fig = plt.figure()
+        ax = fig.add_subplot(111, projection="3d")
+        for k, outline in enumerate(lines.detectors):
+            ax.plot(*outline.T, "b-")
+            if lines.sources is not None:
+                ax.scatter(*lines.sources[k], color="r")
+        if lines.source_path is not None:
+            ax.plot(*lines.source_path.T, "r:", linewidth=0.8)
+        for edge in lines.volume_edges:
+            ax.plot(*edge.T, "k-", linewidth=0.8)
+        ax.set_title(f"{self.format}: {self.path}", fontsize=8)
+        ax.set_xlabel("x (mm)")
+        ax.set_ylabel("y (mm)")
+        ax.set_zlabel("z (mm)")
+        return fig
+
+    # ---------------------------------------------------- geometry checks
+    def find_center_col(self, data=None, **kwargs) -> float:
+        """The detector column of the rotation axis estimated from the data (conjugate
+        rays, :func:`leap.geometric_calibration.find_center_col`): ``data`` the line
+        integrals (default: :meth:`attenuation`, read whole). Returns the column; use
+        :meth:`with_center_col` to apply it."""
+        from ...geometric_calibration import find_center_col
+        g = np.asarray(self.attenuation() if data is None else data, dtype=np.float32)
+        return float(find_center_col(self.system.geometry, g, **kwargs)[0])
+
+    def with_center_col(self, center_col: float) -> "Scan":
+        """The scan with the detector's centre column set to ``center_col``."""
+        g = self.system.geometry
+        return self.with_geometry(g.with_changes(
+            detector=g.detector.with_changes(center_col=float(center_col))))
+
+    def find_tilt(self, data=None) -> float:
+        """The detector's tilt about the optical axis (radians) estimated from two views
+        180° apart (:func:`leap.geometric_calibration.find_tilt`)."""
+        from ...geometric_calibration import find_tilt
+        g = np.asarray(self.attenuation() if data is None else data, dtype=np.float32)
+        return float(find_tilt(self.system.geometry, g))
+
+
+class _Attenuation(Source):
+    """:meth:`Scan.attenuation`: line integrals of a scan's raw projections, computed
+    region by region as read. Flats and darks are read once (they are small); a dose
+    normalisation reads the air region of the views asked for, whatever rows and
+    columns are asked, so slabs of rows get the same values as whole views."""
+
+    def __init__(self, scan: Scan, air_region, min_transmission: float, interpolate: bool):
+        raw = scan.projections
+        self.raw, self.shape, self.dtype = raw, tuple(raw.shape), np.dtype(np.float32)
+        self.chunks = tuple(raw.chunks)
+        self.flats = None if scan.flats is None else np.asarray(scan.flats, np.float32)
+        self.darks = None if scan.darks is None else np.asarray(scan.darks, np.float32)
+        self.positions = scan.flat_positions if interpolate else None
+        if self.flats is not None and self.positions is None:
+            self.flats = self.flats.mean(axis=0, keepdims=True)     # once, not per read
+        if self.darks is not None:
+            self.darks = self.darks.mean(axis=0, keepdims=True)
+        self.air = None if air_region is None else _region(air_region, self.shape[1:])
+        self.min_transmission = min_transmission
+        neg_log(np.ones(1, np.float32), min_transmission=min_transmission)   # checks it
+
+    def _transmission(self, views, rows, cols):
+        raw = self.raw.read((views, rows, cols))
+        fl = None if self.flats is None else self.flats[:, rows, cols]
+        dk = None if self.darks is None else self.darks[:, rows, cols]
+        return flat_field(raw, fl, dk, flat_positions=self.positions,
+                          views=np.arange(self.shape[0])[views])
+
+    def read(self, key):
+        key = normalize_key(key, self.shape)
+        # Whole axes as slices or index arrays, so the block stays 3-D; ints dropped after.
+        full = tuple(slice(k, k + 1) if isinstance(k, int) else k for k in key)
+        t = self._transmission(*full)
+        if self.air is not None:
+            level = self._transmission(full[0], *self.air).mean(axis=(1, 2), dtype=np.float64)
+            if np.any(level <= 0):
+                v = int(np.arange(self.shape[0])[full[0]][np.argmax(level <= 0)])
+                raise ValueError(f"the air region has mean transmission <= 0 in view {v}: it "
+                                 "must be a region the object never shadows")
+            t /= level.astype(np.float32)[:, None, None]
+        out = neg_log(t, min_transmission=self.min_transmission, out=t)
+        return out[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
