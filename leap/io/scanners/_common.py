@@ -1,0 +1,63 @@
+"""What every reader needs: the system of a geometry with LEAP's default volume, and
+clear errors that name the file and the key."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...geometry.conventions import default_volume, volume_from_leap
+from ...system import CTSystem
+from ...weights import angular_range_degrees
+
+
+class ScanFormatError(ValueError):
+    """A scanner file that cannot be read as its format says: names the file and the key
+    or tag (a ValueError)."""
+
+    def __init__(self, path, what: str):
+        super().__init__(f"{path}: {what}")
+        self.path = path
+
+
+def default_system(geometry, *, scale: float = 1.0) -> CTSystem:
+    """``CTSystem(geometry, volume)`` with LEAP's default volume for ``geometry``
+    (:func:`leap.geometry.conventions.default_volume`: the field of view in nominal
+    voxels; helical scans cover the source's travel)."""
+    angles = getattr(geometry, "angles", None)
+    span = angular_range_degrees(angles) if angles is not None and np.size(angles) > 1 \
+        else 360.0
+    v = default_volume(geometry, scale, angular_range=span)
+    return CTSystem(geometry=geometry, volume=volume_from_leap(geometry, **v))
+
+
+def number(path, metadata: dict, key: str, *, default=None, positive=False) -> float:
+    """``metadata[key]`` as a finite float (``default`` when missing, if given); raises
+    ScanFormatError naming the file and key otherwise."""
+    if key not in metadata or metadata[key] in ("", None):
+        if default is not None:
+            return float(default)
+        raise ScanFormatError(path, f"the key {key!r} is missing")
+    try:
+        x = float(metadata[key])
+    except (TypeError, ValueError):
+        raise ScanFormatError(path, f"{key} = {metadata[key]!r} is not a number") from None
+    if not math.isfinite(x) or (positive and not x > 0):
+        raise ScanFormatError(path, f"{key} = {metadata[key]!r} must be a finite"
+                              f"{' positive' if positive else ''} number")
+    return x
+
+
+def check_monotonic(path, angles, what: str = "angles") -> np.ndarray:
+    """``angles`` as float64, raising ScanFormatError unless strictly increasing or
+    strictly decreasing."""
+    a = np.asarray(angles, dtype=np.float64).ravel()
+    if a.size > 1:
+        d = np.diff(a)
+        if not (np.all(d > 0) or np.all(d < 0)):
+            bad = int(np.argmax(d <= 0) if d[0] > 0 else np.argmax(d >= 0))
+            raise ScanFormatError(path, f"the {what} are not monotonic (view {bad + 1}: "
+                                  f"{a[bad]:g} then {a[bad + 1]:g})")
+    if not np.all(np.isfinite(a)):
+        raise ScanFormatError(path, f"the {what} hold a value that is not finite")
+    return a
