@@ -108,7 +108,7 @@ class Scan:
         floor before −log. Scans that store line integrals return them as float32.
         """
         if self.is_attenuation:
-            return Mapped(lambda p, key: p, self.projections)
+            return Mapped(_as_is, self.projections)
         return _Attenuation(self, air_region, float(min_transmission),
                             bool(interpolate_flats))
 
@@ -194,6 +194,11 @@ class Scan:
         from ...geometric_calibration import find_tilt
         g = np.asarray(self.attenuation() if data is None else data, dtype=np.float32)
         return float(find_tilt(self.system.geometry, g))
+
+
+def _as_is(p, key):
+    """The projections as stored (a module-level function: sources must pickle)."""
+    return p
 
 
 class _Attenuation(Source):
