@@ -30,7 +30,9 @@ class Scan:
         the default volume for its detector (``system.with_changes(volume=...)`` for
         another).
     projections : Source
-        (num_views, num_rows, num_cols) as stored: raw counts, or line integrals where
+        (num_views, num_rows, num_cols) as stored, in leap's detector orientation (row 0
+        at the bottom, columns as LEAP numbers them; where a format stores them the other
+        way round, the reader flips them lazily): raw counts, or line integrals where
         ``is_attenuation`` (formats that store them, e.g. DICOM-CT-PD).
     flats, darks : Source or None
         (k, num_rows, num_cols) open-beam and no-beam frames, None where the scan has

@@ -1,0 +1,456 @@
+"""NeXus NXtomo (HDF5): raw tomography frames keyed by ``image_key``.
+
+Sources of the conventions
+--------------------------
+* The NeXus application definition **NXtomo** (``/entry/instrument/detector/data``,
+  ``image_key`` 0 projection, 1 flat, 2 dark, 3 invalid; ``/entry/sample/rotation_angle``;
+  ``x_pixel_size``, ``y_pixel_size``, ``distance`` in the NXdetector) and the NeXus
+  coordinate system it declares (the ``NeXus_Coordinate_System = 'McStas'`` attribute the
+  ``nxtomo`` writer puts on the entry): z along the beam, y up, x = y × z (to the left
+  looking downstream); NXdetector pixel offsets grow along the detector's x (columns, the
+  last axis of ``data``) and y (rows); rotations are right-handed about their axis.
+* The ESRF ``nxtomo`` package (the writer the tests use) for the extensions it writes:
+  ``image_key_control`` (−1 alignment frames), ``x_rotation_axis_pixel_position`` (the
+  rotation axis in pixels from the detector centre along x, formerly
+  ``estimated_cor_from_motor``), ``sample/x_pixel_size`` (effective pixel at the sample),
+  ``source/distance`` (signed along the beam: negative upstream of the sample, so
+  ``nxtomomill`` computes the propagation distance as ``−z1·z2/(−z1 + z2)``), and the
+  detector ``transformations`` ``ry`` = 180° (its ``lr_flipped``) and ``rx`` = 180°
+  (``ud_flipped``).
+
+Mapping to leap
+---------------
+=======================================  ===================================================
+NXtomo                                   leap
+=======================================  ===================================================
+frames with ``image_key`` 0              projections; 1 flats, 2 darks; 3 and −1 skipped
+(``image_key_control`` 0 where present)
+flat/dark frame k                        ``flat_positions`` = (projections before it) − ½:
+                                         flats before and after the scan are interpolated
+                                         per view
+``rotation_angle`` ω                     ψ = −ω (radians): the sample turns by +ω about +y
+(``units`` degree/radian)                (up), leap's source and detector turn by ψ
+                                         counter-clockwise about +z
+detector column i (along +x, to the      leap column N−1−i (leap's column axis at ψ = 0 is
+left looking downstream)                 x_leap = −x, to the right): the frames are read
+                                         column-reversed (a lazy view; not if ``ry`` = 180°)
+detector row j (along +y, up)            leap row j (+z); reversed if ``rx`` = 180°
+McStas (x, y, z) of the sample at ω = 0  leap (−x, z, y): a proper rotation
+``x_rotation_axis_pixel_position`` p     the axis at stored column (N−1)/2 + p, so
+                                         ``center_col`` = (N−1)/2 − p
+``source/distance`` s,                   cone beam, sod = abs(s), sdd = sod + d; absent,
+``detector/distance`` d                  zero or infinite s: parallel beam
+``detector/x_pixel_size``,               pixel width, height (cone beam); parallel beams
+``y_pixel_size``                         prefer ``sample/x_pixel_size`` (then
+                                         ``x_magnified_pixel_size``)
+``units`` m, cm, mm, um/µm/micron, nm    converted to mm
+=======================================  ===================================================
+
+``x_rotation_axis_pixel_position`` counts in the frames as stored, from their centre:
+``nxtomomill`` writes it as the sample stage's lateral offset over the sample pixel size
+(the ``nxtomo`` docstring calls it the "absolute position of the center of rotation in
+the detector space"). A missing ``units`` attribute on an angle means degrees (as
+``dxchange.read_nexus`` reads NeXus tomography files); on a length it is an error. Sample
+``x/y/z_translation`` (motor positions with no agreed zero), ``half_acquisition``, the
+energy and every other small dataset are kept in ``metadata`` (keys are paths in the
+entry) but do not move the geometry: pass ``axis_position`` for an axis the file does
+not record.
+
+Options of :func:`open_scan`: ``entry`` (the NXentry to read when the file holds several,
+e.g. ``'entry0001'``), ``axis_position`` (the rotation axis in pixels from the detector
+centre along the detector's x, overriding ``x_rotation_axis_pixel_position``) and
+``pixel_size`` (mm, for files without one).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ...geometry import ConeBeam, Detector, ParallelBeam
+from ..lazy import HDF5Source, Selected, Source, normalize_key
+from ._common import ScanFormatError, check_monotonic, default_system
+from .scan import Scan
+
+FORMAT = "nxtomo"
+
+#: Length units (lower case) in mm.
+LENGTH_UNITS = {"m": 1e3, "meter": 1e3, "meters": 1e3, "metre": 1e3, "metres": 1e3,
+                "cm": 10.0, "mm": 1.0, "millimeter": 1.0, "millimeters": 1.0,
+                "millimetre": 1.0, "millimetres": 1.0, "um": 1e-3, "µm": 1e-3, "μm": 1e-3,
+                "micron": 1e-3, "microns": 1e-3, "micrometer": 1e-3, "micrometers": 1e-3,
+                "micrometre": 1e-3, "micrometres": 1e-3, "nm": 1e-6}
+#: Angle units (lower case): 'degree' or 'radian'.
+ANGLE_UNITS = {"deg": "degree", "degree": "degree", "degrees": "degree", "°": "degree",
+               "rad": "radian", "radian": "radian", "radians": "radian"}
+
+
+# ------------------------------------------------------------------ HDF5 helpers
+def _text(value) -> str:
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(()).item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _is_hdf5(path) -> bool:
+    if not os.path.isfile(path):
+        return False
+    try:
+        import h5py
+    except ImportError:
+        return False
+    try:
+        return bool(h5py.is_hdf5(path))
+    except OSError:
+        return False
+
+
+def _nx_class(obj) -> str:
+    return _text(obj.attrs.get("NX_class", ""))
+
+
+def _definition(group) -> str:
+    d = group.get("definition")
+    if d is not None and hasattr(d, "shape"):
+        try:
+            return _text(d[()]).strip()
+        except (TypeError, ValueError):
+            return ""
+    return _text(group.attrs.get("definition", "")).strip()
+
+
+def _tomo_entries(f) -> list:
+    """Paths of the NXentry/NXsubentry groups whose definition is NXtomo (the top level
+    and one level down)."""
+    import h5py
+    found = []
+    for name, obj in f.items():
+        if not isinstance(obj, h5py.Group):
+            continue
+        if _nx_class(obj) in ("NXentry", "NXsubentry") and _definition(obj) == "NXtomo":
+            found.append("/" + name)
+            continue
+        for sub, o2 in obj.items():
+            if isinstance(o2, h5py.Group) and _nx_class(o2) in ("NXentry", "NXsubentry") \
+                    and _definition(o2) == "NXtomo":
+                found.append(f"/{name}/{sub}")
+    return found
+
+
+def length_mm(path, ds, *, default_unit=None) -> float:
+    """The scalar length dataset ``ds`` (or the first value of an array) in mm, from its
+    ``units`` attribute; ScanFormatError naming the file and dataset otherwise."""
+    unit = ds.attrs.get("units", ds.attrs.get("unit"))
+    if unit is None:
+        if default_unit is None:
+            raise ScanFormatError(path, f"the dataset {ds.name} has no 'units' attribute "
+                                  "(m, mm, um...): its length cannot be read")
+        unit = default_unit
+    key = _text(unit).strip().lower()
+    if key not in LENGTH_UNITS:
+        raise ScanFormatError(path, f"the dataset {ds.name} has units {_text(unit)!r}, not a "
+                              f"length unit leap knows ({', '.join(sorted(LENGTH_UNITS))})")
+    try:
+        v = np.asarray(ds[()], dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise ScanFormatError(path, f"the dataset {ds.name} is not a number") from None
+    if v.size == 0:
+        raise ScanFormatError(path, f"the dataset {ds.name} is empty")
+    return float(v[0]) * LENGTH_UNITS[key]
+
+
+def angle_unit(path, ds, default="degree") -> str:
+    """'degree' or 'radian' from the ``units`` attribute of ``ds`` (``default`` when it has
+    none)."""
+    unit = ds.attrs.get("units", ds.attrs.get("unit"))
+    if unit is None:
+        return default
+    key = _text(unit).strip().lower()
+    if key not in ANGLE_UNITS:
+        raise ScanFormatError(path, f"the dataset {ds.name} has units {_text(unit)!r}, not an "
+                              "angle unit (degree or radian)")
+    return ANGLE_UNITS[key]
+
+
+def small_datasets(group, prefix="", limit=64) -> dict:
+    """The scalars and short arrays under ``group`` as {relative path: value}."""
+    import h5py
+    out = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.size <= limit:
+            try:
+                v = obj[()]
+            except (TypeError, ValueError, OSError):
+                return
+            if isinstance(v, np.ndarray):
+                v = [_text(x) if isinstance(x, bytes) else x.item() if hasattr(x, "item")
+                     else x for x in v.ravel()]
+            elif isinstance(v, bytes):
+                v = _text(v)
+            elif hasattr(v, "item"):
+                v = v.item()
+            out[prefix + name] = v
+    group.visititems(visit)
+    return out
+
+
+# -------------------------------------------------------------- reversed views
+class Flipped(Source):
+    """``source`` with some axes reversed (index i reads plane n−1−i), lazily: each read
+    asks ``source`` for the mirrored block."""
+
+    def __init__(self, source: Source, axes):
+        self.source = source
+        self.axes = tuple(sorted({int(a) % source.ndim for a in axes}))
+        self.shape, self.dtype = tuple(source.shape), source.dtype
+        self.chunks = tuple(source.chunks)
+
+    def read(self, key):
+        key = normalize_key(key, self.shape)
+        inner, take = [], []
+        for ax, (k, n) in enumerate(zip(key, self.shape)):
+            if ax not in self.axes:
+                inner.append(k)
+                take.append(None)
+            elif isinstance(k, int):
+                inner.append(n - 1 - k)
+                take.append(None)
+            else:
+                idx = n - 1 - np.arange(n)[k]
+                if idx.size == 0:
+                    inner.append(slice(0, 0))
+                    take.append(None)
+                else:
+                    lo = int(idx.min())
+                    inner.append(slice(lo, int(idx.max()) + 1))
+                    take.append(idx - lo)
+        block = self.source.read(tuple(inner))
+        ax_out = 0
+        for k, t in zip(key, take):
+            if isinstance(k, int):
+                continue                      # the axis is gone from the block
+            if t is not None:
+                block = np.take(block, t, axis=ax_out)
+            ax_out += 1
+        return block
+
+
+# ------------------------------------------------------------------ the reader
+def detect(path) -> bool:
+    """An HDF5 file with an NXentry (or NXsubentry) whose definition is NXtomo."""
+    path = os.fspath(path)
+    if not _is_hdf5(path):
+        return False
+    import h5py
+    try:
+        with h5py.File(path, "r") as f:
+            return bool(_tomo_entries(f))
+    except (OSError, KeyError, ValueError):
+        return False
+
+
+def _child(group, name, nx_class):
+    """``group[name]``, else the single child of class ``nx_class``, else None."""
+    import h5py
+    if name in group and isinstance(group[name], h5py.Group):
+        return group[name]
+    hits = [o for o in group.values() if isinstance(o, h5py.Group) and _nx_class(o) == nx_class]
+    return hits[0] if hits else None
+
+
+def _dataset(path, group, name, what=None):
+    import h5py
+    where = f"{group.name}/{name}"
+    if group is None or name not in group or not isinstance(group[name], h5py.Dataset):
+        raise ScanFormatError(path, f"the dataset {where} is missing"
+                              + (f" ({what})" if what else ""))
+    return group[name]
+
+
+def _positions(is_proj, which):
+    """View positions of the frames ``which`` (a mask over the kept frames): the number of
+    projections before each, less one half."""
+    before = np.cumsum(is_proj) - is_proj
+    return before[which].astype(np.float64) - 0.5
+
+
+def open_scan(path, *, entry: str | None = None, axis_position: float | None = None,
+              pixel_size: float | None = None) -> Scan:
+    """Read an NXtomo file (see the module docstring for the mapping).
+
+    Parameters
+    ----------
+    entry : str, optional
+        The NXtomo entry to read ('entry0000', '/entry1/tomo_entry'); required when the
+        file holds more than one.
+    axis_position : float, optional
+        The rotation axis in pixels from the detector centre along the detector's x (the
+        meaning of ``x_rotation_axis_pixel_position``), overriding the file's.
+    pixel_size : float, optional
+        Pixel size in mm for files that give none.
+    """
+    import h5py
+    path = os.fspath(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ScanFormatError(path, f"cannot be read as an HDF5 file ({e})") from None
+    with f:
+        entries = _tomo_entries(f)
+        if entry is not None:
+            name = entry if entry.startswith("/") else "/" + entry
+            if name not in f or not isinstance(f[name], h5py.Group):
+                raise ScanFormatError(path, f"has no entry {entry!r}; NXtomo entries: {entries}")
+        elif len(entries) == 1:
+            name = entries[0]
+        elif not entries:
+            raise ScanFormatError(path, "has no NXentry whose definition is NXtomo")
+        else:
+            raise ScanFormatError(path, f"holds several NXtomo entries {entries}: name one "
+                                  "with entry=")
+        ent = f[name]
+        instrument = _child(ent, "instrument", "NXinstrument")
+        if instrument is None:
+            raise ScanFormatError(path, f"the group {name}/instrument (NXinstrument) is missing")
+        det = _child(instrument, "detector", "NXdetector")
+        if det is None:
+            raise ScanFormatError(path, f"the group {instrument.name}/detector (NXdetector) "
+                                  "is missing")
+        data = _dataset(path, det, "data", "the frames")
+        if data.ndim != 3:
+            raise ScanFormatError(path, f"the dataset {data.name} must be 3-D (frames, rows, "
+                                  f"columns), it is {data.shape}")
+        nframes = data.shape[0]
+        if "image_key_control" in det:
+            key_ds = det["image_key_control"]
+        else:
+            key_ds = _dataset(path, det, "image_key", "0 projection, 1 flat, 2 dark")
+        keys = np.asarray(key_ds[()]).astype(np.int64).ravel()
+        if keys.size != nframes:
+            raise ScanFormatError(path, f"the dataset {key_ds.name} holds {keys.size} keys but "
+                                  f"{data.name} holds {nframes} frames")
+        unknown = sorted(set(keys.tolist()) - {-1, 0, 1, 2, 3})
+        if unknown:
+            raise ScanFormatError(path, f"the dataset {key_ds.name} holds unknown image keys "
+                                  f"{unknown} (0 projection, 1 flat, 2 dark, 3 invalid, "
+                                  "-1 alignment)")
+        sample = _child(ent, "sample", "NXsample")
+        if sample is None:
+            raise ScanFormatError(path, f"the group {name}/sample (NXsample) is missing")
+        ang_ds = _dataset(path, sample, "rotation_angle", "one angle per frame")
+        omega_all = np.asarray(ang_ds[()], dtype=np.float64).ravel()
+        if omega_all.size != nframes:
+            raise ScanFormatError(path, f"the dataset {ang_ds.name} holds {omega_all.size} "
+                                  f"angles but {data.name} holds {nframes} frames")
+        unit = angle_unit(path, ang_ds)
+
+        proj_idx = np.flatnonzero(keys == 0)
+        if proj_idx.size == 0:
+            raise ScanFormatError(path, f"the dataset {key_ds.name} marks no frame as a "
+                                  "projection (image_key 0)")
+        kept = np.flatnonzero(np.isin(keys, (0, 1, 2)))
+        kk = keys[kept]
+        is_proj = (kk == 0).astype(np.int64)
+        flat_idx, dark_idx = kept[kk == 1], kept[kk == 2]
+        flat_pos = _positions(is_proj, kk == 1) if flat_idx.size else None
+        dark_pos = _positions(is_proj, kk == 2) if dark_idx.size else None
+        omega = check_monotonic(path, omega_all[proj_idx], f"projection angles of {ang_ds.name}")
+        psi = -np.deg2rad(omega) if unit == "degree" else -omega
+
+        nrows, ncols = int(data.shape[1]), int(data.shape[2])
+        source = _child(instrument, "source", "NXsource")
+        sdist = None
+        if source is not None and "distance" in source:
+            sdist = length_mm(path, source["distance"])
+        cone = sdist is not None and math.isfinite(sdist) and sdist != 0.0
+        ddist = None
+        if "distance" in det:
+            ddist = length_mm(path, det["distance"])
+        if cone and (ddist is None or not math.isfinite(ddist) or ddist < 0):
+            raise ScanFormatError(path, f"the source distance is {sdist:g} mm (cone beam) but "
+                                  f"{det.name}/distance (sample to detector) is missing or "
+                                  "not a finite positive length")
+
+        def first(group, names):
+            for n in names:
+                if group is not None and n in group and isinstance(group[n], h5py.Dataset):
+                    return group[n]
+            return None
+
+        if cone:
+            px = first(det, ("x_pixel_size",))
+            py = first(det, ("y_pixel_size",))
+        else:
+            px = first(sample, ("x_pixel_size",))
+            if px is None:
+                px = first(det, ("x_magnified_pixel_size", "x_pixel_size"))
+            py = first(sample, ("y_pixel_size",))
+            if py is None:
+                py = first(det, ("y_magnified_pixel_size", "y_pixel_size"))
+        if px is None and pixel_size is None:
+            raise ScanFormatError(path, f"the dataset {det.name}/x_pixel_size is missing; "
+                                  "pass pixel_size= (mm)")
+        pw = float(pixel_size) if px is None else length_mm(path, px)
+        ph = pw if py is None else length_mm(path, py)
+        for nm, v in (("pixel width", pw), ("pixel height", ph)):
+            if not (math.isfinite(v) and v > 0):
+                raise ScanFormatError(path, f"the {nm} is {v:g} mm: it must be positive")
+
+        lr = ud = False
+        tr = _child(det, "transformations", "NXtransformations")
+        if tr is not None:
+            for tname, ds in tr.items():
+                if not isinstance(ds, h5py.Dataset) or \
+                        _text(ds.attrs.get("transformation_type", "")) != "rotation":
+                    continue
+                vec = tuple(np.asarray(ds.attrs.get("vector", (0, 0, 0))).astype(int).tolist())
+                turn = float(np.asarray(ds[()]).ravel()[0]) % 360.0
+                if angle_unit(path, ds) == "radian":
+                    turn = math.degrees(turn) % 360.0
+                if abs(turn) < 1e-6:
+                    continue
+                if abs(turn - 180.0) > 1e-6 or vec not in ((0, 1, 0), (1, 0, 0), (0, 0, 1)):
+                    raise ScanFormatError(path, f"the detector transformation {ds.name} "
+                                          f"({turn:g}° about {vec}) is not a flip leap reads")
+                if vec == (0, 1, 0):
+                    lr = not lr
+                elif vec == (1, 0, 0):
+                    ud = not ud
+                else:
+                    lr, ud = not lr, not ud
+
+        if axis_position is None:
+            ap = first(det, ("x_rotation_axis_pixel_position", "estimated_cor_from_motor"))
+            axis_position = 0.0 if ap is None else float(np.asarray(ap[()]).ravel()[0])
+        axis_position = float(axis_position)
+        if not math.isfinite(axis_position):
+            raise ScanFormatError(path, "the rotation axis position is not finite")
+        stored_axis = 0.5 * (ncols - 1) + axis_position
+        reverse_cols = not lr
+        center_col = (ncols - 1) - stored_axis if reverse_cols else stored_axis
+        detector = Detector(num_rows=nrows, num_cols=ncols, pixel_height=ph, pixel_width=pw,
+                            center_col=center_col)
+        if cone:
+            sod = abs(sdist)
+            geo = ConeBeam(detector=detector, angles=psi, sod=sod, sdd=sod + ddist)
+        else:
+            geo = ParallelBeam(detector=detector, angles=psi)
+        meta = small_datasets(ent)
+        meta["entry"] = name
+
+        frames = HDF5Source(path, data.name)
+        axes = ([2] if reverse_cols else []) + ([1] if ud else [])
+
+        def view(idx):
+            if idx.size == 0:
+                return None
+            sel = Selected(frames, idx)
+            return Flipped(sel, axes) if axes else sel
+
+    return Scan(system=default_system(geo), projections=view(proj_idx), flats=view(flat_idx),
+                darks=view(dark_idx), angles=omega, metadata=meta, format=FORMAT, path=path,
+                flat_positions=flat_pos, dark_positions=dark_pos, angle_unit=unit)
