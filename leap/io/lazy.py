@@ -14,7 +14,9 @@ projections, flats and darks as sources.
 * :class:`Selected`: some planes of another source along its first axis (e.g. a NeXus
   file's projections among its flats and darks);
 * :class:`Mapped`: a function of other sources' same regions, applied block by block
-  (e.g. flat-field normalisation), itself a source.
+  (e.g. flat-field normalisation), itself a source;
+* :class:`Oriented`: images turned into leap's detector order (rows and/or columns
+  reversed) and binned, lazily; :class:`Constant`: a constant frame stack.
 """
 from __future__ import annotations
 
@@ -348,3 +350,67 @@ class InMemory(Source):
 
     def read(self, key):
         return np.array(self.array[normalize_key(key, self.shape)], copy=True)
+
+
+# -------------------------------------------------------- orientation, binning
+def binning_pair(binning) -> tuple:
+    """``binning`` (an int or (rows, cols)) as two positive ints."""
+    b = (binning, binning) if np.ndim(binning) == 0 else tuple(binning)
+    if len(b) != 2 or any(int(k) != k or k < 1 for k in b):
+        raise ValueError(f"binning must be a positive integer or two of them, got {binning!r}")
+    return int(b[0]), int(b[1])
+
+
+class Constant(Source):
+    """A constant frame stack (e.g. a white level as the flat), float32, nothing stored."""
+
+    def __init__(self, shape, value):
+        self.shape, self.dtype = tuple(int(n) for n in shape), np.dtype(np.float32)
+        self.chunks, self.value = self.shape, float(value)
+
+    def read(self, key):
+        full = np.broadcast_to(np.float32(self.value), self.shape)
+        return np.array(full[normalize_key(key, self.shape)], copy=True)
+
+
+class Oriented(Source):
+    """Images as stored (row 0 at the top, seen from behind the detector) turned into
+    leap's detector order: rows flipped (row index up along z) and columns flipped (along
+    θ⊥), then ``binning`` (rows, cols) pixels averaged (trailing ones of the flipped image
+    dropped). Lazy: each read takes only the stored rows and columns it needs."""
+
+    def __init__(self, source: Source, binning=(1, 1), flip_rows=True, flip_cols=True):
+        self.source, self.binning = source, binning_pair(binning)
+        self.flips = (bool(flip_rows), bool(flip_cols))
+        n, r, c = source.shape
+        br, bc = self.binning
+        if r < br or c < bc:
+            raise ValueError(f"binning {self.binning} is larger than the images ({r}, {c})")
+        self.shape = (n, r // br, c // bc)
+        binned = br * bc > 1
+        self.dtype = np.dtype(np.float32) if binned else np.dtype(source.dtype)
+        self.chunks = (1,) + self.shape[1:]
+
+    def _index(self, k, axis):
+        """Stored indices (m, b) of the leap indices ``k`` along ``axis`` (1 or 2)."""
+        b, n = self.binning[axis - 1], self.source.shape[axis]
+        j = np.atleast_1d(np.arange(self.shape[axis])[k])
+        flat = j[:, None] * b + np.arange(b)[None, :]
+        return (n - 1 - flat) if self.flips[axis - 1] else flat
+
+    def read(self, key):
+        v, r, c = normalize_key(key, self.shape)
+        ri, ci = self._index(r, 1), self._index(c, 2)
+        nv = np.arange(self.shape[0])[v]
+        if ri.size == 0 or ci.size == 0 or np.size(nv) == 0:
+            out = np.zeros((np.size(nv), len(ri), len(ci)), self.dtype)
+        else:
+            r0, c0 = int(ri.min()), int(ci.min())
+            block = self.source.read((v if not isinstance(v, int) else slice(v, v + 1),
+                                      slice(r0, int(ri.max()) + 1),
+                                      slice(c0, int(ci.max()) + 1)))
+            block = block[:, ri - r0][:, :, :, ci - c0]        # (views, m, br, n, bc)
+            out = (block.mean(axis=(2, 4), dtype=np.float64).astype(np.float32)
+                   if self.dtype == np.float32 and block.shape[2] * block.shape[4] > 1
+                   else np.ascontiguousarray(block[:, :, 0, :, 0]))
+        return out[tuple(0 if isinstance(k, int) else slice(None) for k in (v, r, c))]

@@ -52,12 +52,13 @@ def check_monotonic(path, angles, what: str = "angles") -> np.ndarray:
     """``angles`` as float64, raising ScanFormatError unless strictly increasing or
     strictly decreasing."""
     a = np.asarray(angles, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(a)):
+        raise ScanFormatError(path, f"the {what} hold a value that is not finite (view "
+                              f"{int(np.argmax(~np.isfinite(a)))})")
     if a.size > 1:
         d = np.diff(a)
         if not (np.all(d > 0) or np.all(d < 0)):
             bad = int(np.argmax(d <= 0) if d[0] > 0 else np.argmax(d >= 0))
             raise ScanFormatError(path, f"the {what} are not monotonic (view {bad + 1}: "
                                   f"{a[bad]:g} then {a[bad + 1]:g})")
-    if not np.all(np.isfinite(a)):
-        raise ScanFormatError(path, f"the {what} hold a value that is not finite")
     return a

@@ -69,7 +69,7 @@ import os
 import numpy as np
 
 from ...geometry import ConeBeam, Detector, ParallelBeam
-from ..lazy import HDF5Source, Selected, Source, normalize_key
+from ..lazy import HDF5Source, Oriented, Selected
 from ._common import ScanFormatError, check_monotonic, default_system
 from .scan import Scan
 
@@ -196,47 +196,6 @@ def small_datasets(group, prefix="", limit=64) -> dict:
             out[prefix + name] = v
     group.visititems(visit)
     return out
-
-
-# -------------------------------------------------------------- reversed views
-class Flipped(Source):
-    """``source`` with some axes reversed (index i reads plane n−1−i), lazily: each read
-    asks ``source`` for the mirrored block."""
-
-    def __init__(self, source: Source, axes):
-        self.source = source
-        self.axes = tuple(sorted({int(a) % source.ndim for a in axes}))
-        self.shape, self.dtype = tuple(source.shape), source.dtype
-        self.chunks = tuple(source.chunks)
-
-    def read(self, key):
-        key = normalize_key(key, self.shape)
-        inner, take = [], []
-        for ax, (k, n) in enumerate(zip(key, self.shape)):
-            if ax not in self.axes:
-                inner.append(k)
-                take.append(None)
-            elif isinstance(k, int):
-                inner.append(n - 1 - k)
-                take.append(None)
-            else:
-                idx = n - 1 - np.arange(n)[k]
-                if idx.size == 0:
-                    inner.append(slice(0, 0))
-                    take.append(None)
-                else:
-                    lo = int(idx.min())
-                    inner.append(slice(lo, int(idx.max()) + 1))
-                    take.append(idx - lo)
-        block = self.source.read(tuple(inner))
-        ax_out = 0
-        for k, t in zip(key, take):
-            if isinstance(k, int):
-                continue                      # the axis is gone from the block
-            if t is not None:
-                block = np.take(block, t, axis=ax_out)
-            ax_out += 1
-        return block
 
 
 # ------------------------------------------------------------------ the reader
@@ -443,13 +402,13 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
         meta["entry"] = name
 
         frames = HDF5Source(path, data.name)
-        axes = ([2] if reverse_cols else []) + ([1] if ud else [])
-
         def view(idx):
             if idx.size == 0:
                 return None
             sel = Selected(frames, idx)
-            return Flipped(sel, axes) if axes else sel
+            if not (reverse_cols or ud):
+                return sel
+            return Oriented(sel, flip_rows=bool(ud), flip_cols=bool(reverse_cols))
 
     return Scan(system=default_system(geo), projections=view(proj_idx), flats=view(flat_idx),
                 darks=view(dark_idx), angles=omega, metadata=meta, format=FORMAT, path=path,
