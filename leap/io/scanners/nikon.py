@@ -349,3 +349,66 @@ def _modular(psi, sod, sdd, oox, nr, nc, ph, pw, cr, cc, roll, tilt) -> ModularB
     det = Detector(num_rows=nr, num_cols=nc, pixel_height=ph, pixel_width=pw)
     return ModularBeam(detector=det, source_positions=m @ source, module_centers=m @ centre,
                        row_vectors=m @ row, col_vectors=m @ col)
+
+
+# --------------------------------------------------------------------------- writer
+def write_scan(folder, geometry, counts, *, name: str = "scan", white_level: float = 60000.0,
+               angles_file: str = "ctdata") -> str:
+    """Write a scan in the Nikon layout this module reads: ``<name>.xtekct``, the angle
+    file and one uint16 TIFF per view (``<name>_0001.tif`` …), e.g. to hand simulated
+    data to vendor software or to test a pipeline on files. The inverse of
+    :func:`open_scan` for a circular flat-detector :class:`~leap.geometry.ConeBeam`
+    (tau and detector offsets included; no tilt).
+
+    ``counts``: (views, rows, cols) grey values in leap's detector order (an array, or
+    anything indexable by view such as a :class:`~leap.io.lazy.Source`; one view is held
+    at a time), rounded and clipped to uint16 and flipped to Nikon's image order;
+    ``white_level``: the grey value of air (``WhiteLevel``); ``angles_file``: 'ctdata'
+    (``_ctdata.txt``), 'ang' (``<name>.ang``) or None (nominal ``AngularStep`` only).
+    Returns the ``.xtekct`` path.
+    """
+    g = geometry
+    if not isinstance(g, ConeBeam) or g.detector.curved or g.tilt != 0.0 or g.is_helical:
+        raise ValueError("write_scan writes circular flat-detector ConeBeam scans without "
+                         f"tilt, got {type(g).__name__}")
+    d = g.detector
+    shape = (g.num_angles, d.num_rows, d.num_cols)
+    if tuple(counts.shape) != shape:
+        raise ValueError(f"counts must be (views, rows, cols) = {shape}, got "
+                         f"{tuple(counts.shape)}")
+    if angles_file not in ("ctdata", "ang", None):
+        raise ValueError(f"angles_file must be 'ctdata', 'ang' or None, got {angles_file!r}")
+    import tifffile
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    # Angles from the first one, which InitialAngle carries (so nominal steps read alike)
+    psi = np.degrees(np.asarray(g.angles, dtype=np.float64)) + 180.0
+    initial, a = float(psi[0]), psi - psi[0]
+    step = float(np.mean(np.diff(a))) if a.size > 1 else 360.0
+    keys = {"Name": name, "InputSeparator": "_", "InputDigits": 4, "InputFolderName": "",
+            "Projections": shape[0], "InitialAngle": initial, "AngularStep": step,
+            "DetectorPixelsX": d.num_cols, "DetectorPixelsY": d.num_rows,
+            "DetectorPixelSizeX": d.pixel_width, "DetectorPixelSizeY": d.pixel_height,
+            "DetectorOffsetX": (d.center_col - 0.5 * (d.num_cols - 1)) * d.pixel_width,
+            "DetectorOffsetY": -(d.center_row - 0.5 * (d.num_rows - 1)) * d.pixel_height,
+            "SrcToObject": g.sod, "SrcToDetector": g.sdd, "ObjectOffsetX": -g.tau,
+            "ObjectRoll": 0.0, "ObjectTilt": 0.0, "WhiteLevel": white_level, "Units": "mm"}
+    xtekct = os.path.join(folder, f"{name}.xtekct")
+    with open(xtekct, "w") as fh:
+        fh.write("[XTekCT]\n" + "".join(f"{k}={v!r}\n" if isinstance(v, float) else f"{k}={v}\n"
+                                        for k, v in keys.items()))
+        fh.write(f"[CTPro]\nAngleFile_Use={angles_file is not None}\n")
+    if angles_file == "ctdata":
+        with open(os.path.join(folder, "_ctdata.txt"), "w") as fh:
+            fh.write(f"Projections\tFrames\tExposure(ms)\n{shape[0]}\t1\t0\n"
+                     "Projection\tAngle(deg)\tTime(s)\n")
+            fh.writelines(f"{i + 1}\t{x:.6f}\t0\n" for i, x in enumerate(a))
+    elif angles_file == "ang":
+        with open(os.path.join(folder, f"{name}.ang"), "w") as fh:
+            fh.write("Projection\tAngle\n")
+            fh.writelines(f"{i + 1}\t{x:.6f}\n" for i, x in enumerate(a))
+    for i in range(shape[0]):
+        view = np.asarray(counts[i], dtype=np.float64)[::-1, ::-1]     # Nikon's image order
+        img = np.clip(np.rint(view), 0, 65535).astype(np.uint16)
+        tifffile.imwrite(os.path.join(folder, f"{name}_{i + 1:04d}.tif"), img)
+    return xtekct
