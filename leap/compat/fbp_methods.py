@@ -184,7 +184,7 @@ class FBPMixin:
         difference along detector columns (LEAP: ``Laplacian(g, 1)·(−1)``, no FBP scale),
         offset-scan weighting off. It reconstructs a ramp-filtered, edge-like image and
         works on truncated projections. Returns ``f`` (allocated when None)."""
-        from .preprocessing.core import laplacian
+        from ..preprocessing.filters import laplacian
 
         def minus_second_difference(q, geometry):
             laplacian(q, 1, False, out=q)

@@ -2,14 +2,43 @@
 low-signal correction, transmission-domain filtering).
 
 The stand-alone algorithms behind ``leap_preprocessing_algorithms`` live in
-:mod:`leap.compat.preprocessing`; the numerics of these methods in :mod:`leap.compat.preprocessing.core`.
+:mod:`leap.compat.preprocessing`; the numerics of these methods in :mod:`leap.preprocessing`
+(:mod:`~leap.preprocessing.filters`, :mod:`~leap.preprocessing.bad_pixels`).
 Like LEAP, each method works in place on the array it is given and returns it (NumPy
 float32; torch tensors and CuPy arrays go through a host copy written back). Where LEAP
 prints ``Error:`` and returns False, these methods raise.
 """
 from __future__ import annotations
 
-from .preprocessing import core as _core
+import numpy as np
+
+from ..preprocessing import bad_pixels as _bad_pixels
+from ..preprocessing import filters as _filters
+from .preprocessing._arrays import check_data, check_radius, check_window, host_view, real
+
+
+def _low_signal(f, threshold, windowSize, signalThreshold, num_dims):
+    with host_view(f, "f") as a:
+        check_data("f", a)
+        _filters.low_signal_median(
+            a, real("threshold", threshold),
+            check_window("windowSize", windowSize, (3, 5, 7) if num_dims == 2 else (3, 5)),
+            real("signalThreshold", signalThreshold), num_dims=num_dims, out=a)
+    return f
+
+
+def _grid(sampleRate, firstSample):
+    """LEAP's look-up table grid (checked under LEAP's names)."""
+    sampleRate = real("sampleRate", sampleRate)
+    if sampleRate <= 0:
+        raise ValueError(f"sampleRate must be > 0, got {sampleRate}")
+    return sampleRate, real("firstSample", firstSample)
+
+
+def _lut(lut):
+    if not np.all(np.isfinite(np.asarray(lut, dtype=np.float64))):
+        raise ValueError("LUT must be finite (found NaN or inf)")
+    return lut
 
 
 class PreprocessingMixin:
@@ -19,30 +48,30 @@ class PreprocessingMixin:
     def MeanFilter(self, x, windowRadius=1):
         """Mean over the (2r+1)³ window around each value (clipped at the edges: the mean
         of the samples inside) of any 2-D/3-D float32 array, in place; returns ``x``."""
-        with _core.host_view(x, "x") as a:
-            _core.mean_filter(a, windowRadius, out=a)
+        with host_view(x, "x") as a:
+            check_data("x", a)
+            _filters.mean_filter(a, check_radius("windowRadius", windowRadius), out=a)
         return x
 
     def VarianceFilter(self, x, windowRadius=1):
         """Variance over the (2r+1)³ window around each value (clipped at the edges), in
         place; returns ``x``."""
-        with _core.host_view(x, "x") as a:
-            _core.variance_filter(a, windowRadius, out=a)
+        with host_view(x, "x") as a:
+            check_data("x", a)
+            _filters.variance_filter(a, check_radius("windowRadius", windowRadius), out=a)
         return x
 
     def LowSignalCorrection(self, f, threshold=0.0, windowSize=3, signalThreshold=0.001):
         r""":meth:`MedianFilter` (3×3×3 or 3×5×5) applied only to values ≤
         ``signalThreshold`` (all values when it is ≤ 0): v becomes the window median m
         when :math:`|v - m| \ge threshold\,|m|`. In place; returns ``f``."""
-        with _core.host_view(f, "f") as a:
-            _core.low_signal_median(a, threshold, windowSize, signalThreshold, num_dims=3, out=a)
+        return _low_signal(f, threshold, windowSize, signalThreshold, 3)
         return f
 
     def LowSignalCorrection2D(self, f, threshold=0.0, windowSize=3, signalThreshold=0.001):
         """:meth:`MedianFilter2D` (windowSize 3, 5 or 7 within each slice) applied only to
         values ≤ ``signalThreshold`` (all when ≤ 0). In place; returns ``f``."""
-        with _core.host_view(f, "f") as a:
-            _core.low_signal_median(a, threshold, windowSize, signalThreshold, num_dims=2, out=a)
+        return _low_signal(f, threshold, windowSize, signalThreshold, 2)
         return f
 
     def badPixelCorrection(self, g, badPixelMap, windowSize=3):
@@ -50,8 +79,13 @@ class PreprocessingMixin:
         of the good pixels in their windowSize² neighbourhood (3, 5 or 7), in every
         projection of ``g`` ((numAngles, numRows, numCols) or one (numRows, numCols)
         image). In place; returns ``g``."""
-        with _core.host_view(g, "g") as a, _core.host_view(badPixelMap, "badPixelMap") as m:
-            _core.bad_pixel_correction(a, m, windowSize, out=a)
+        with host_view(g, "g") as a, host_view(badPixelMap, "badPixelMap") as m:
+            check_data("g", a)
+            w = check_window("windowSize", windowSize, (3, 5, 7))
+            if m.shape != a.shape[-2:]:
+                raise ValueError(f"badPixelMap must have shape (numRows, numCols) = "
+                                 f"{a.shape[-2:]}, got {m.shape}")
+            _bad_pixels.replace_bad_pixels(a, m, w, out=a)
         return g
 
     def Laplacian(self, g, numDims=2, smoothLaplacian=False):
@@ -59,8 +93,12 @@ class PreprocessingMixin:
         (``numDims=1``) or the sum along rows and columns (``numDims=2``);
         ``smoothLaplacian`` uses the two-pixel stencil ``¼(g[k+2]+g[k−2]) − ½g[k]``.
         Edges replicated, unit pixel spacing. Returns ``g``."""
-        with _core.host_view(g, "g") as a:
-            _core.laplacian(a, numDims, bool(smoothLaplacian), out=a)
+        with host_view(g, "g") as a:
+            check_data("g", a)
+            if isinstance(numDims, bool) or numDims not in (1, 2):
+                raise ValueError(f"numDims must be 1 (columns only) or 2 (rows and columns), "
+                                 f"got {numDims!r}")
+            _filters.laplacian(a, numDims, bool(smoothLaplacian), out=a)
         return g
 
     def transmission_filter(self, g, H, isAttenuationData=True):
@@ -68,8 +106,9 @@ class PreprocessingMixin:
         response ``H`` (N1 ≥ numRows, N2 ≥ numCols, DC at [0, 0]; e.g.
         N1 = optimalFFTsize(2·numRows)). Attenuation data go through exp(−g) and back
         through −log; transmissions are kept ≥ 2⁻²⁴. In place; returns ``g``."""
-        with _core.host_view(g, "g") as a, _core.host_view(H, "H") as h:
-            _core.transmission_filter(a, h, bool(isAttenuationData), out=a)
+        with host_view(g, "g") as a, host_view(H, "H") as h:
+            check_data("g", a)
+            _filters.transmission_filter(a, h, bool(isAttenuationData), out=a)
         return g
 
     def AzimuthalBlur(self, f, FWHM):
@@ -77,11 +116,11 @@ class PreprocessingMixin:
         circles about the z axis, over an arc ``FWHM`` degrees wide (≥ 360: whole
         circles). Voxels outside the field of view become 0. In place; returns ``f``."""
         self._need_volume()
-        with _core.host_view(f, "f") as a:
-            _core.check_data("f", a, ndims=(3,), shape=self.get_volume_dim())
+        with host_view(f, "f") as a:
+            check_data("f", a, ndims=(3,), shape=self.get_volume_dim())
             x, y = self.x_samples(), self.y_samples()
-            _core.azimuthal_blur(a, FWHM, x[0], y[0], self.get_voxelWidth(), self._fov_radius(),
-                                 out=a)
+            _filters.azimuthal_blur(a, real("FWHM", FWHM), x[0], y[0], self.get_voxelWidth(),
+                                    self._fov_radius(), out=a)
         return f
 
     # ------------------------------------------------------- transfer functions
@@ -89,15 +128,18 @@ class PreprocessingMixin:
         """``x ← LUT(x)`` in place, LUT[i] being the value at ``firstSample + i·sampleRate``:
         linear interpolation, linear extrapolation above the table, LUT[0] below it.
         Returns ``x``."""
-        with _core.host_view(x, "x") as a, _core.host_view(LUT, "LUT") as lut:
-            _core.transfer_function(a, lut, sampleRate, firstSample, out=a)
+        with host_view(x, "x") as a, host_view(LUT, "LUT") as lut:
+            check_data("x", a, ndims=(1, 2, 3))
+            _filters.transfer_function(a, _lut(lut), *_grid(sampleRate, firstSample), out=a)
         return x
 
     def applyDualTransferFunction(self, x, y, LUT, sampleRate, firstSample=0.0):
         """``(x, y) ← (LUT[0](x, y), LUT[1](x, y))`` in place, bilinear on the sample grid
         ``firstSample + i·sampleRate`` (both axes), clamped at its edges. ``LUT``:
         (2, n, n), or (n, n) used for both outputs. Returns ``(x, y)``."""
-        with _core.host_view(x, "x") as a, _core.host_view(y, "y") as b, \
-                _core.host_view(LUT, "LUT") as lut:
-            _core.dual_transfer_function(a, b, lut, sampleRate, firstSample, out=(a, b))
+        with host_view(x, "x") as a, host_view(y, "y") as b, host_view(LUT, "LUT") as lut:
+            check_data("x", a, ndims=(1, 2, 3))
+            check_data("y", b, ndims=(1, 2, 3))
+            _filters.dual_transfer_function(a, b, _lut(lut), *_grid(sampleRate, firstSample),
+                                            out=(a, b))
         return x, y

@@ -21,8 +21,11 @@ Arrays are NumPy or CuPy (the array module of ``raw``); results are float32.
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
+
+from ._common import array_module, as_float32, finish, real
 
 #: Default transmission floor before −log (LEAP's makeAttenuationRadiographs uses 2⁻¹⁶).
 MIN_TRANSMISSION = 2.0 ** -16
@@ -183,3 +186,200 @@ def attenuation(raw, flats=None, darks=None, *, flat_positions=None, views=None,
     t = flat_field(raw, flats, darks, flat_positions=flat_positions, views=views,
                    air_region=air_region, out=out)
     return neg_log(t, min_transmission=min_transmission, out=t)
+
+
+# ----------------------------------------------------- LEAP's flat-field pieces
+# The functions below are the steps of LEAP's makeAttenuationRadiographs and
+# gain_correction, with LEAP's arithmetic (plain division, float32 means), so that
+# leap.compat.preprocessing gives LEAP's numbers; flat_field() above is the guarded
+# general version.
+
+def _number(x):
+    """``x`` as a Python float when it is a real number (or a 0-d array), else None."""
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return float(x)
+    if getattr(x, "ndim", None) == 0 and np.dtype(x.dtype).kind in "biuf":
+        return float(x)
+    return None
+
+
+def _image(name, x, shape, xp):
+    """A number (as a Python float, LEAP's scalar arithmetic) or a (rows, cols) image
+    (float32; a (k, rows, cols) stack is averaged)."""
+    v = _number(x)
+    if v is not None:
+        if not np.isfinite(v):
+            raise ValueError(f"{name} must be finite, got {v}")
+        return v
+    a = as_float32(name, x, xp)
+    if a.ndim == 3:
+        if a.shape[0] == 0:
+            raise ValueError(f"{name} holds no frames")
+        a = a.mean(axis=0, dtype=xp.float32)
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{name} must be a number or a (rows, cols) = {tuple(shape)} image "
+                         f"(or a stack of them), got shape {tuple(a.shape)}")
+    return a
+
+
+def fill_nonpositive(x, *, name="x", out=None):
+    """``x`` with its values ≤ 0 (dead pixels of a flat, pixels at the dark level)
+    replaced by its smallest positive value, float32; a ValueError when none is
+    positive. LEAP's treatment of air scans and calibration flats."""
+    xp = array_module(x, out)
+    x = as_float32(name, x, xp, ndims=(1, 2, 3))
+    pos = x > 0
+    if not bool(pos.any()):
+        raise ValueError(f"{name} has no positive pixel")
+    res = xp.array(x, copy=True) if out is None else finish(x, out)
+    res[~pos] = x[pos].min()
+    return res
+
+
+def flat_dark_ratio(raw, flat=None, dark=None, *, out=None):
+    r"""LEAP's flat-field ratio :math:`(raw - dark) / (flat - dark)`, float32, by plain
+    division (no guard: flat = dark gives ±inf or NaN; see :func:`flat_field` for the
+    guarded version). No flat: only the dark is subtracted; no dark: ``raw / flat``.
+
+    raw : (views, rows, cols) or one (rows, cols) frame; flat, dark : None, a number or a
+    (rows, cols) image (a stack of frames is averaged). ``out`` may be ``raw``.
+    """
+    xp = array_module(raw, flat, dark, out)
+    raw = as_float32("raw", raw, xp)
+    shape = raw.shape[-2:]
+    flat = None if flat is None else _image("flat", flat, shape, xp)
+    dark = None if dark is None else _image("dark", dark, shape, xp)
+    a = xp.array(raw, copy=True) if out is None else finish(raw, out)
+    if dark is not None:
+        a -= dark
+        if flat is not None:
+            a /= flat - dark
+    elif flat is not None:
+        a /= flat
+    return a
+
+
+def normalize_dose(t, air_region, *, reference=1.0, out=None):
+    r"""Divide each view of ``t`` (views, rows, cols) by its mean over ``air_region``
+    relative to a reference level (LEAP's flux normalisation, ``ROI``):
+
+    .. math:: t_v \leftarrow t_v \,/\, \big(\mathrm{mean}_{region}(t_v) / r\big)
+
+    ``air_region``: (row slice, col slice) or LEAP's inclusive [r0, r1, c0, c1].
+    ``reference`` r: a number > 0, or a (rows, cols) image (the air scan) whose region
+    mean is r. Means are taken in float32, as LEAP; a view whose region mean is ≤ 0 or
+    NaN gives non-finite values (use :func:`flat_field`'s ``air_region`` for a checked
+    version). Float32; ``out`` may be ``t``.
+    """
+    xp = array_module(t, out)
+    t = as_float32("t", t, xp, ndims=(3,))
+    rows, cols = _region(air_region, t.shape[1:])
+    ref = _number(reference)
+    if ref is None:
+        img = as_float32("reference", reference, xp, ndims=(2,))
+        if tuple(img.shape) != tuple(t.shape[1:]):
+            raise ValueError(f"reference must be a number or a (rows, cols) = "
+                             f"{tuple(t.shape[1:])} image, got shape {tuple(img.shape)}")
+        ref = float(xp.mean(img[rows, cols]))
+    if not ref > 0 or not np.isfinite(ref):
+        raise ValueError(f"the reference level must be finite and > 0, got {ref}")
+    a = xp.array(t, copy=True) if out is None else finish(t, out)
+    level = xp.mean(a[:, rows, cols], axis=(1, 2)) / ref
+    a /= level[:, None, None].astype(xp.float32)
+    return a
+
+
+def replace_nonpositive(t, value=MIN_TRANSMISSION, *, out=None):
+    """``t`` with its values ≤ 0 set to ``value`` (LEAP's floor before −log: positive
+    transmissions below it are kept, unlike :func:`neg_log`'s), float32."""
+    xp = array_module(t, out)
+    t = as_float32("t", t, xp, ndims=(1, 2, 3))
+    value = real("value", value)
+    if value <= 0:
+        raise ValueError(f"value must be > 0, got {value}")
+    a = xp.array(t, copy=True) if out is None else finish(t, out)
+    a[a <= 0] = value
+    return a
+
+
+def shift_transmission(t, shift, *, min_transmission=MIN_TRANSMISSION, out=None):
+    r"""Subtract a constant from transmissions (a crude scatter correction):
+    :math:`t \leftarrow \max\big((t - shift)/(1 - shift),\ t_{min}\big)`, ``shift`` < 1.
+    Float32; ``out`` may be ``t``."""
+    xp = array_module(t, out)
+    t = as_float32("t", t, xp, ndims=(1, 2, 3))
+    shift = real("shift", shift)
+    if shift >= 1.0:
+        raise ValueError(f"shift must be < 1 (a transmission offset), got {shift}")
+    min_transmission = real("min_transmission", min_transmission)
+    a = xp.array(t, copy=True) if out is None else finish(t, out)
+    a -= xp.float32(shift)
+    a *= xp.float32(1.0 / (1.0 - shift))
+    a[a < min_transmission] = min_transmission
+    return a
+
+
+class TwoPointGain(NamedTuple):
+    """A two-point piecewise-linear pixel gain (from :func:`two_point_gain`): (rows, cols)
+    float32 maps ``knee`` (M, the mid-level flat's dark-subtracted counts), ``gain_low``
+    (below the knee), ``gain_high`` (above it) and the float32 number ``level`` (median
+    of M, where the two pieces meet)."""
+
+    knee: object
+    gain_low: object
+    gain_high: object
+    level: object
+
+
+def two_point_gain(dark_level, mid_level, high_level, *, threshold=0.1, window_size=5):
+    r"""The two-point pixel gain calibration of LEAP's ``gain_correction``, from three
+    flat fields taken at the dark level c0, a mid level c1 and a high level c2
+    ((rows, cols) each):
+
+    M = c1 − c0 and L = c2 − c0, each outlier-filtered (thresholded
+    ``window_size``² median, :func:`~leap.preprocessing.filters.low_signal_median`) and
+    its values ≤ 0 raised to its smallest positive one; with the medians m_M, m_L over
+    the detector, ``gain_low`` = m_M / M and ``gain_high`` = (m_L − m_M)/(L − M), so that
+    every pixel maps M to m_M and L to m_L (:func:`apply_two_point_gain`).
+    """
+    xp = array_module(dark_level, mid_level, high_level)
+    c0 = as_float32("dark_level", dark_level, xp, ndims=(2,))
+    c1 = as_float32("mid_level", mid_level, xp, ndims=(2,))
+    c2 = as_float32("high_level", high_level, xp, ndims=(2,))
+    if c1.shape != c0.shape or c2.shape != c0.shape:
+        raise ValueError(f"the three calibration flats must have one (rows, cols) shape, got "
+                         f"{tuple(c0.shape)}, {tuple(c1.shape)}, {tuple(c2.shape)}")
+    from .filters import low_signal_median
+    maps = []
+    for name, c in (("mid_level - dark_level", c1 - c0), ("high_level - dark_level", c2 - c0)):
+        c = low_signal_median(c, threshold, window_size, 0.0)
+        if not bool((c > 0).any()):
+            raise ValueError(f"calibration flats: {name} has no pixel above the dark level")
+        maps.append(fill_nonpositive(c, name=name))
+    M, L = maps
+    medM = xp.float32(float(xp.median(M)))
+    medL = xp.float32(float(xp.median(L)))
+    return TwoPointGain(M, medM / M, (medL - medM) / (L - M), medM)
+
+
+def apply_two_point_gain(counts, gain, *, knee_is_low=False, out=None):
+    r"""Apply a :class:`TwoPointGain` to dark-subtracted counts x (views, rows, cols) or
+    one (rows, cols) frame:
+
+    .. math:: x \leftarrow \begin{cases} g_{low}\,x & x < M \\
+              g_{high}\,(x - M) + m_M & \text{else} \end{cases}
+
+    (``knee_is_low``: x = M takes the first branch, as LEAP does for its air scan; both
+    give m_M up to rounding). Float32; ``out`` may be ``counts``.
+    """
+    if not isinstance(gain, TwoPointGain):
+        raise TypeError(f"gain must be a TwoPointGain (from two_point_gain), got "
+                        f"{type(gain).__name__}")
+    xp = array_module(counts, out, gain.knee)
+    x = as_float32("counts", counts, xp)
+    M, g_low, g_high, level = gain
+    if tuple(M.shape) != tuple(x.shape[-2:]):
+        raise ValueError(f"the gain maps are {tuple(M.shape)}, the counts' detector is "
+                         f"{tuple(x.shape[-2:])}")
+    low = x <= M if knee_is_low else x < M
+    return finish(xp.where(low, g_low * x, g_high * (x - M) + level).astype(xp.float32), out)

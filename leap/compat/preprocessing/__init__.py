@@ -23,6 +23,10 @@ Data processing: :func:`gain_correction`, :func:`makeAttenuationRadiographs`,
 :func:`find_tau_and_tiltAngle`, :func:`find_centerCol_or_tau_bowtie`,
 :func:`bowtie_alignment_metric`, :func:`entropy`, :func:`MTF`, :func:`quadratic_extrema`;
 :class:`ball_phantom_calibration` (:mod:`leap.compat.preprocessing.ball_phantom`).
+
+The numerics are those of :mod:`leap.preprocessing` (flat fields, bad pixels, rings,
+deblurring, filters); this module keeps LEAP's names, argument order and conventions
+(in-place work on ``g``, ``isAttenuationData``, the order of LEAP's steps).
 """
 from __future__ import annotations
 
@@ -31,7 +35,18 @@ import warnings
 
 import numpy as np
 
-from . import core as _core
+from ...preprocessing import bad_pixels as _bad_pixels
+from ...preprocessing import deblur as _deblur
+from ...preprocessing import rings as _rings
+from ...preprocessing.flat_field import MIN_TRANSMISSION as _MIN_TRANSMISSION
+from ...preprocessing.flat_field import (apply_two_point_gain, fill_nonpositive, flat_dark_ratio,
+                                         normalize_dose, replace_nonpositive, shift_transmission,
+                                         two_point_gain)
+from ._arrays import check_data as _check_data
+from ._arrays import check_window as _check_window
+from ._arrays import count as _count
+from ._arrays import host_view as _host_view
+from ._arrays import real as _real
 from .calibration import (MTF, bowtie_alignment_metric, entropy, find_centerCol_and_tiltAngle,
                           find_centerCol_or_tau_bowtie, find_tau_and_tiltAngle,
                           geometric_calibration, parameter_sweep, quadratic_extrema)
@@ -47,7 +62,7 @@ __all__ = ["gain_correction", "makeAttenuationRadiographs", "badPixelCorrection"
            "entropy", "MTF", "ball_phantom_calibration"]
 
 #: Transmission floor before −log in makeAttenuationRadiographs and transmission_shift.
-MIN_TRANSMISSION = 2.0 ** -16
+MIN_TRANSMISSION = _MIN_TRANSMISSION
 
 
 def _model(leapct):
@@ -57,7 +72,7 @@ def _model(leapct):
 def _projections(g):
     if g is None:
         raise ValueError("no data given: g must be a (numAngles, numRows, numCols) float32 array")
-    return _core.check_data("g", g, ndims=(3,))
+    return _check_data("g", g, ndims=(3,))
 
 
 def _is_scalar(x):
@@ -88,17 +103,6 @@ def _roi(ROI, g):
     return slice(r[0], r[1] + 1), slice(r[2], r[3] + 1)
 
 
-def _real(name, v):
-    return _core._real(name, v)
-
-
-def _count(name, v):
-    """A non-negative integer (an iteration count)."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or float(v) != int(v) or v < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    return int(v)
-
-
 # ------------------------------------------------------- radiograph corrections
 def gain_correction(leapct, g, air_scan, dark_scan, calibration_scans=None, ROI=None,
                     badPixelMap=None, flux_response=None):
@@ -126,7 +130,7 @@ def gain_correction(leapct, g, air_scan, dark_scan, calibration_scans=None, ROI=
     leapct = _model(leapct)
     if air_scan is None or dark_scan is None:
         raise ValueError("gain_correction needs both air_scan and dark_scan")
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
         dark = _scan("dark_scan", dark_scan, a)
         air = _scan("air_scan", air_scan, a)
@@ -143,35 +147,20 @@ def gain_correction(leapct, g, air_scan, dark_scan, calibration_scans=None, ROI=
             if cal.shape[0] < 3:
                 cal = None              # LEAP skips the calibration with fewer than 3 scans
 
-        a -= dark if _is_scalar(dark) else dark[None]
-        air = air - dark
+        flat_dark_ratio(a, None, dark, out=a)
+        air = air - dark            # a Python number stays one, as in LEAP
         if not _is_scalar(air):
             leapct.MedianFilter2D(air, threshold=0.03, windowSize=5)
 
         if cal is not None:
-            M = cal[1] - cal[0]
-            L = cal[2] - cal[0]
-            for c in (M, L):
-                leapct.MedianFilter2D(c, threshold=0.1, windowSize=5)
-                pos = c > 0
-                if not pos.any():
-                    raise ValueError("calibration_scans: a level has no pixel above the dark level")
-                c[~pos] = c[pos].min()
-            medM, medL = np.float32(np.median(M)), np.float32(np.median(L))
-            gainM = medM / M
-            gainL = (medL - medM) / (L - M)
-
-            def calibrate(x):
-                return np.where(x < M, gainM * x, gainL * (x - M) + medM).astype(np.float32)
-            a[...] = calibrate(a)
+            gain = two_point_gain(cal[0], cal[1], cal[2], threshold=0.1, window_size=5)
+            apply_two_point_gain(a, gain, out=a)
             if not _is_scalar(air):
                 # LEAP's air branch puts the boundary value itself on the low side.
-                air = np.where(air <= M, gainM * air, gainL * (air - M) + medM).astype(np.float32)
+                air = apply_two_point_gain(air, gain, knee_is_low=True)
 
         if roi is not None:
-            air_level = air if _is_scalar(air) else float(np.mean(air[roi]))
-            stamp = np.mean(a[(slice(None),) + roi], axis=(1, 2)) / air_level
-            a /= stamp[:, None, None].astype(np.float32)
+            normalize_dose(a, roi, reference=air, out=a)
 
         badPixelCorrection(leapct, a, None, None, badPixelMap, 5, isAttenuationData=False)
     return g
@@ -191,38 +180,24 @@ def makeAttenuationRadiographs(leapct, g, air_scan=None, dark_scan=None, ROI=Non
     normalisation is applied (nothing without ROI). Returns ``g``.
     """
     leapct = _model(leapct)
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
         dark = _scan("dark_scan", dark_scan, a)
         air = _scan("air_scan", air_scan, a)
         roi = _roi(ROI, a)
         if isinstance(air, np.ndarray):
-            pos = air > 0
-            if not pos.any():
-                raise ValueError("air_scan has no positive pixel")
-            air[~pos] = air[pos].min()
+            air = fill_nonpositive(air, name="air_scan", out=air)
         if isAttenuationData:
             if roi is None:
                 return g
             leapct.expNeg(a)
-
-        def b(x):  # broadcast a scan over the views
-            return x if _is_scalar(x) else x[None]
-        if dark is not None:
-            a -= b(dark)
-            if air is not None:
-                a /= b(air - dark)
-        elif air is not None:
-            a /= b(air)
-
+        flat_dark_ratio(a, air, dark, out=a)
         if roi is not None:
-            stamp = np.mean(a[(slice(None),) + roi], axis=(1, 2))
-            a /= stamp[:, None, None].astype(np.float32)
-
+            normalize_dose(a, roi, out=a)
         if np.isnan(a).any():
             warnings.warn("makeAttenuationRadiographs: NaN in the flat-fielded data (air equal "
                           "to dark somewhere?)", RuntimeWarning, stacklevel=2)
-        a[a <= 0] = MIN_TRANSMISSION
+        replace_nonpositive(a, MIN_TRANSMISSION, out=a)
         leapct.negLog(a)
     return g
 
@@ -238,14 +213,13 @@ def badPixelCorrection(leapct, g, air_scan=None, dark_scan=None, badPixelMap=Non
     Returns ``g``.
     """
     leapct = _model(leapct)
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
         if isAttenuationData:
             leapct.expNeg(a)
         if badPixelMap is None:
-            mean = np.mean(a, axis=0, dtype=np.float32)
-            filtered = leapct.MedianFilter2D(mean.copy(), threshold=0.1, windowSize=5)
-            badPixelMap = (mean != filtered).astype(np.float32)
+            badPixelMap = _bad_pixels.outlier_pixel_map(a, threshold=0.1,
+                                                        window_size=5).astype(np.float32)
         leapct.badPixelCorrection(a, badPixelMap, windowSize)
         for scan in (air_scan, dark_scan):
             if scan is not None and not _is_scalar(scan):
@@ -256,7 +230,7 @@ def badPixelCorrection(leapct, g, air_scan=None, dark_scan=None, badPixelMap=Non
 
 
 def _median_in_transmission(leapct, g, isAttenuationData, passes):
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
         if isAttenuationData:
             leapct.expNeg(a)
@@ -296,13 +270,9 @@ def LowSignalCorrection(leapct, g, threshold=0.03, windowSize=3, signalThreshold
 
 # ---------------------------------------------------------------- detector blur
 def _response(H):
-    with _core.host_view(H, "H") as h:
-        H = np.array(h, dtype=np.float64)
-    if H.ndim != 2 or not np.all(np.isfinite(H)):
-        raise ValueError(f"H must be a finite 2-D frequency response, got shape {H.shape}")
-    if H[0, 0] == 0:
-        raise ValueError("H[0, 0] (the DC response) must be non-zero")
-    return H
+    """``H`` as a NumPy array (torch tensors and CuPy arrays copied to the host)."""
+    with _host_view(H, "H") as h:
+        return np.array(h)
 
 
 def detectorDeblur_FourierDeconv(leapct, g, H, WienerParam=0.0, isAttenuationData=True):
@@ -315,18 +285,9 @@ def detectorDeblur_FourierDeconv(leapct, g, H, WienerParam=0.0, isAttenuationDat
     min|H| < 0.01 (a plain inverse would blow up). Returns ``g``."""
     if leapct is None:
         raise ValueError("detectorDeblur_FourierDeconv needs a tomographicModels object")
-    H = _response(H)
     w = _real("WienerParam", WienerParam)
-    if np.min(np.abs(H)) < 0.01:
-        w = max(2.5e-5, w)
-    if 0 < w <= 1:
-        Hinv = (1.0 + w) * H / (H * H + w)
-    else:
-        if np.any(H == 0):
-            raise ValueError("H has zeros: give a WienerParam in (0, 1]")
-        Hinv = 1.0 / H
-    Hinv /= Hinv[0, 0]
-    return leapct.transmission_filter(g, Hinv.astype(np.float32), isAttenuationData)
+    Hinv = _deblur.deconvolution_filter(_response(H), w)
+    return leapct.transmission_filter(g, Hinv, isAttenuationData)
 
 
 def detectorDeblur_RichardsonLucy(leapct, g, H, numIter=10, isAttenuationData=True):
@@ -339,32 +300,18 @@ def detectorDeblur_RichardsonLucy(leapct, g, H, numIter=10, isAttenuationData=Tr
     if leapct is None:
         raise ValueError("detectorDeblur_RichardsonLucy needs a tomographicModels object")
     H = _response(H)
-    H = (H / H[0, 0]).astype(np.float32)
     n = _count("numIter", numIter)
-    with _core.host_view(g, "g") as t:
+    with _host_view(g, "g") as t:
         _projections(t)
         if isAttenuationData:
             leapct.expNeg(t)
-        t0 = t.copy()
-        for _ in range(n):
-            Ht = leapct.transmission_filter(t.copy(), H, False)
-            ratio = leapct.transmission_filter(t0 / Ht, H, False)
-            t *= ratio
+        _deblur.richardson_lucy(t, H, n, out=t)
         if isAttenuationData:
             leapct.negLog(t)
     return g
 
 
 # ---------------------------------------------------------------- ring removal
-def _with_tv_neighbours(leapct, fn):
-    saved = leapct.get_numTVneighbors()
-    leapct.set_numTVneighbors(6)
-    try:
-        return fn()
-    finally:
-        leapct.set_numTVneighbors(saved)
-
-
 def ringRemoval_fast(leapct, g, delta=0.01, beta=1.0e3, numIter=30, maxChange=0.05,
                      average_in_transmission_space=False):
     r"""Remove ring artifacts (pixel gain errors) from attenuation data, quickly:
@@ -379,19 +326,13 @@ def ringRemoval_fast(leapct, g, delta=0.01, beta=1.0e3, numIter=30, maxChange=0.
     Fast, but may add rings at sharp edges. Returns ``g``."""
     leapct = _model(leapct)
     maxChange = _real("maxChange", maxChange)
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
+        g_mean = _rings.mean_view(a, in_transmission=bool(average_in_transmission_space))
         if average_in_transmission_space:
-            leapct.expNeg(a)
-            g_mean = leapct.negLog(np.mean(a, axis=0, dtype=np.float32))
-            leapct.negLog(a)
-        else:
-            g_mean = np.mean(a, axis=0, dtype=np.float32)
-        g_smooth = g_mean.copy()
-        floor = min(float(np.min(g_mean)), 0.0)
-        _with_tv_neighbours(leapct, lambda: leapct.TV_denoise(g_smooth, delta, beta, numIter, 1.0))
-        np.maximum(g_smooth, np.float32(floor), out=g_smooth)
-        a += np.clip(g_smooth - g_mean, -maxChange, maxChange)[None]
+            # LEAP converts g to transmissions and back in place (a rounding-level change).
+            leapct.negLog(leapct.expNeg(a))
+        a += _rings.ring_correction_tv(g_mean, delta, beta, numIter, maxChange)[None]
     return g
 
 
@@ -401,13 +342,12 @@ def ringRemoval_median(leapct, g, threshold=0.0, windowSize=5, numIter=1):
     .. math:: g \leftarrow g - \mathrm{mean}_{views}\big[g - \mathrm{Median2D}(g)\big]
 
     (thresholded windowSize² median). Adds no new rings. Returns ``g``."""
-    leapct = _model(leapct)
+    threshold = _real("threshold", threshold)
+    windowSize = _check_window("windowSize", windowSize, (3, 5, 7))
     n = _count("numIter", numIter)
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
-        for _ in range(n):
-            noise = a - leapct.MedianFilter2D(a.copy(), threshold, windowSize)
-            a -= np.mean(noise, axis=0, dtype=np.float32)[None]
+        _rings.ring_removal_median(a, threshold, windowSize, n, out=a)
     return g
 
 
@@ -417,11 +357,9 @@ def ringRemoval(leapct, g, delta=0.01, beta=1.0e1, numIter=30, maxChange=0.05):
     projections: ``numIter`` descent steps on :math:`\tfrac12\|x - g\|^2 + \beta\,TV(x)`
     (Huber δ = ``delta``, p = 1, 6 neighbours). ``maxChange`` is accepted and unused, as
     in LEAP. Slower than :func:`ringRemoval_fast`, adds no rings. Returns ``g``."""
-    leapct = _model(leapct)
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
-        _with_tv_neighbours(leapct, lambda: leapct.TV_denoise(a, delta, beta, numIter, p=1.0,
-                                                             meanOverFirstDim=True))
+        _rings.ring_removal_tv(a, delta, beta, numIter, out=a)
     return g
 
 
@@ -433,13 +371,11 @@ def transmission_shift(leapct, g, shift, isAttenuationData=True):
     shift = _real("shift", shift)
     if shift >= 1.0:
         raise ValueError(f"shift must be < 1 (a transmission offset), got {shift}")
-    with _core.host_view(g, "g") as a:
+    with _host_view(g, "g") as a:
         _projections(a)
         if isAttenuationData:
             leapct.expNeg(a)
-        a -= np.float32(shift)
-        a *= np.float32(1.0 / (1.0 - shift))
-        a[a < MIN_TRANSMISSION] = MIN_TRANSMISSION
+        shift_transmission(a, shift, min_transmission=MIN_TRANSMISSION, out=a)
         if isAttenuationData:
             leapct.negLog(a)
     return g

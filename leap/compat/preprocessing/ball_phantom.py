@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import core as _core
+from ._arrays import check_data as _check_data
 
 #: Connected components smaller than this many pixels are noise, not balls.
 MIN_BALL_PIXELS = 10
@@ -50,7 +50,7 @@ class ball_phantom_calibration:  # noqa: N801 - LEAP's name
         spacing = float(ballSpacing) if ballSpacing is not None else float("nan")
         if not spacing > 0.0 or not np.isfinite(spacing):
             raise ValueError(f"ballSpacing must be a positive distance in mm, got {ballSpacing!r}")
-        g = _core.check_data("g", g, ndims=(3,))
+        g = _check_data("g", g, ndims=(3,))
         if g.shape[1:] != (leapct.get_numRows(), leapct.get_numCols()):
             raise ValueError(f"g has detector shape {g.shape[1:]}, expected "
                              f"({leapct.get_numRows()}, {leapct.get_numCols()})")
