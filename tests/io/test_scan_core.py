@@ -156,3 +156,35 @@ def test_open_scan_refuses_what_it_cannot_read(tmp_path):
         open_scan(tmp_path / "notes.txt")
     with pytest.raises(ValueError, match="unknown scan format"):
         open_scan(tmp_path / "notes.txt", format="polaroid")
+
+
+def test_scan_attenuation_bad_pixels_and_rings_read_alike_by_region():
+    """Bad-pixel replacement and stripe removal need neighbours (and, for stripes, all
+    views): any region read gives the values of the whole array."""
+    rng = np.random.default_rng(4)
+    det = leap.Detector(num_rows=6, num_cols=40, pixel_height=1.0, pixel_width=1.0)
+    geo = leap.ParallelBeam(detector=det, angles=np.linspace(0, np.pi, 24, endpoint=False))
+    s = CTSystem(geometry=geo, volume=leap.Volume(num_x=40, num_y=40, num_z=6, voxel_width=1.0,
+                                                  voxel_height=1.0))
+    x = np.linspace(-1, 1, 40)
+    g = np.broadcast_to(1 - 0.2 * x ** 2, (24, 6, 40)).astype(np.float32) * 2
+    flats = np.full((4, 6, 40), 1000.0) * (1 + 0.02 * rng.standard_normal((4, 6, 40)))
+    gain = np.ones((6, 40))
+    gain[:, 17] = 1.05                               # a column that reads 5 % high: a ring
+    flats[:, 3, 9] = 0.0                             # a dead pixel
+    raw = (flats.mean(0) * gain * np.exp(-g)).astype(np.float32)
+    scan = Scan(system=s, projections=raw, flats=flats)
+    plain = np.asarray(scan.attenuation())
+    assert plain[0, 3, 9] == pytest.approx(-np.log(MIN_TRANSMISSION))
+    att = scan.attenuation(bad_pixels="auto", rings=9)
+    whole = np.asarray(att)
+    assert abs(whole[0, 3, 9] - g[0, 3, 9]) < 0.05                       # dead pixel filled
+    assert np.abs(whole[:, :, 17] - g[:, :, 17]).max() < 0.3 * np.abs(
+        plain[:, :, 17] - g[:, :, 17]).max()                              # the stripe shrinks
+    for key in ((slice(3, 9), slice(2, 5), slice(5, 30)), (7, 3, slice(None)),
+                (slice(None), slice(0, 2), slice(15, 20)), (np.array([1, 20]), 3, 9)):
+        np.testing.assert_array_equal(att[key], whole[key])
+    with pytest.raises(ValueError, match="rings"):
+        scan.attenuation(rings=2)
+    with pytest.raises(ValueError, match="bad_pixels"):
+        scan.attenuation(bad_pixels=np.zeros((6, 39), bool))

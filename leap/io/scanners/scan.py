@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...preprocessing.bad_pixels import bad_pixel_map, replace_bad_pixels
 from ...preprocessing.flat_field import MIN_TRANSMISSION, _region, flat_field, neg_log
+from ...preprocessing.rings import remove_stripes_sorting
 from ...system import CTSystem
 from ..lazy import InMemory, Mapped, Source, normalize_key
 
@@ -97,7 +99,7 @@ class Scan:
         return self.with_system(self.system.with_changes(geometry=geometry))
 
     def attenuation(self, *, air_region=None, min_transmission: float = MIN_TRANSMISSION,
-                    interpolate_flats: bool = True) -> Source:
+                    interpolate_flats: bool = True, bad_pixels=None, rings: int = 0) -> Source:
         """The line integrals ``−log((raw − dark)/(flat − dark))``, lazy: a
         :class:`~leap.io.lazy.Source` of float32 (views, rows, cols) that computes each
         region as it is read (``np.asarray(scan.attenuation())`` for all of it in memory;
@@ -107,12 +109,18 @@ class Scan:
         taken at (``interpolate_flats`` and the format records them); darks averaged.
         ``air_region`` (row slice, col slice) or [r0, r1, c0, c1]: dose normalisation of
         each view over a region the object never shadows. ``min_transmission``: the
-        floor before −log. Scans that store line integrals return them as float32.
+        floor before −log. Then, on the line integrals: ``bad_pixels`` a (rows, cols) map
+        (True = bad) or ``'auto'`` (:func:`leap.preprocessing.bad_pixel_map` of the flats
+        and darks), replaced by the median of good neighbours (3×3); ``rings`` > 0:
+        stripe removal by sorting with that window (columns,
+        :func:`leap.preprocessing.remove_stripes_sorting`; a region is then computed from
+        all views). Regions read with the margins these need, so any slab gives the
+        values of the whole. Scans that store line integrals return them as float32.
         """
         if self.is_attenuation:
             return Mapped(_as_is, self.projections)
         return _Attenuation(self, air_region, float(min_transmission),
-                            bool(interpolate_flats))
+                            bool(interpolate_flats), bad_pixels, rings)
 
     # ---------------------------------------------------------- reporting
     def summary(self) -> str:
@@ -209,12 +217,31 @@ class _Attenuation(Source):
     normalisation reads the air region of the views asked for, whatever rows and
     columns are asked, so slabs of rows get the same values as whole views."""
 
-    def __init__(self, scan: Scan, air_region, min_transmission: float, interpolate: bool):
+    def __init__(self, scan: Scan, air_region, min_transmission: float, interpolate: bool,
+                 bad_pixels=None, rings: int = 0):
         raw = scan.projections
         self.raw, self.shape, self.dtype = raw, tuple(raw.shape), np.dtype(np.float32)
         self.chunks = tuple(raw.chunks)
         self.flats = None if scan.flats is None else np.asarray(scan.flats, np.float32)
         self.darks = None if scan.darks is None else np.asarray(scan.darks, np.float32)
+        if isinstance(bad_pixels, str):
+            if bad_pixels != "auto":
+                raise ValueError(f"bad_pixels must be None, a (rows, cols) map or 'auto', got "
+                                 f"{bad_pixels!r}")
+            if self.flats is None:
+                raise ValueError("bad_pixels='auto' needs flat frames; the scan has none")
+            bad_pixels = bad_pixel_map(self.flats, self.darks)
+        elif bad_pixels is not None:
+            bad_pixels = np.asarray(bad_pixels)
+            if bad_pixels.shape != self.shape[1:]:
+                raise ValueError(f"bad_pixels must be a (rows, cols) = {self.shape[1:]} map, "
+                                 f"got shape {bad_pixels.shape}")
+            bad_pixels = bad_pixels.astype(bool) if bad_pixels.dtype.kind == "b" \
+                else bad_pixels == 1
+        self.bad = bad_pixels if bad_pixels is not None and bad_pixels.any() else None
+        if isinstance(rings, bool) or int(rings) != rings or rings < 0 or rings in (1, 2):
+            raise ValueError(f"rings must be 0 (off) or a window of >= 3 columns, got {rings!r}")
+        self.rings = int(rings)
         self.positions = scan.flat_positions if interpolate else None
         if self.flats is not None and self.positions is None:
             self.flats = self.flats.mean(axis=0, keepdims=True)     # once, not per read
@@ -231,17 +258,38 @@ class _Attenuation(Source):
         return flat_field(raw, fl, dk, flat_positions=self.positions,
                           views=np.arange(self.shape[0])[views])
 
-    def read(self, key):
-        key = normalize_key(key, self.shape)
-        # Whole axes as slices or index arrays, so the block stays 3-D; ints dropped after.
-        full = tuple(slice(k, k + 1) if isinstance(k, int) else k for k in key)
-        t = self._transmission(*full)
+    def _lines(self, views, rows, cols):
+        """Line integrals of the views, rows and columns given as slices."""
+        t = self._transmission(views, rows, cols)
         if self.air is not None:
-            level = self._transmission(full[0], *self.air).mean(axis=(1, 2), dtype=np.float64)
+            level = self._transmission(views, *self.air).mean(axis=(1, 2), dtype=np.float64)
             if np.any(level <= 0):
-                v = int(np.arange(self.shape[0])[full[0]][np.argmax(level <= 0)])
+                v = int(np.arange(self.shape[0])[views][np.argmax(level <= 0)])
                 raise ValueError(f"the air region has mean transmission <= 0 in view {v}: it "
                                  "must be a region the object never shadows")
             t /= level.astype(np.float32)[:, None, None]
-        out = neg_log(t, min_transmission=self.min_transmission, out=t)
+        return neg_log(t, min_transmission=self.min_transmission, out=t)
+
+    def read(self, key):
+        key = normalize_key(key, self.shape)
+        # Each axis as indices, read as one slice with the margins the corrections need
+        # (a 3×3 median for bad pixels, half the stripe window along the columns).
+        idx = [np.atleast_1d(np.arange(n)[k]) for k, n in zip(key, self.shape)]
+        margin = (0, 1 if self.bad is not None else 0,
+                  max(1 if self.bad is not None else 0, self.rings // 2))
+        spans = []
+        for ax, (i, n) in enumerate(zip(idx, self.shape)):
+            if i.size == 0:
+                return np.empty(tuple(len(j) for j in idx), np.float32)[
+                    tuple(0 if isinstance(k, int) else slice(None) for k in key)]
+            lo, hi = (0, n) if ax == 0 and self.rings else \
+                (max(int(i.min()) - margin[ax], 0), min(int(i.max()) + 1 + margin[ax], n))
+            spans.append((lo, hi))
+        block = self._lines(*(slice(lo, hi) for lo, hi in spans))
+        if self.bad is not None:
+            (r0, r1), (c0, c1) = spans[1], spans[2]
+            block = replace_bad_pixels(block, self.bad[r0:r1, c0:c1], 3, out=block)
+        if self.rings:
+            block = remove_stripes_sorting(block, self.rings, out=block)
+        out = block[np.ix_(*(i - lo for i, (lo, _) in zip(idx, spans)))]
         return out[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
