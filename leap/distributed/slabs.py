@@ -79,6 +79,11 @@ def _fbp_task(part: CTSystem, g):
     return part.fbp(_as_f32(g))
 
 
+def _read_then(task, part: CTSystem, source, key):
+    """``task(part, source.read(key))``: a slab task that reads its own data."""
+    return task(part, source.read(key))
+
+
 def _place(shape, offset, x):
     """``x`` inside a block of zeros of ``shape`` at ``offset`` (views, rows)."""
     out = np.zeros(shape, dtype=np.float32)
@@ -143,11 +148,21 @@ class SlabPlan:
         _, ny, nx = self.system.volume_shape
         blocks = []
         for (z0, z1), (part, v, r) in zip(self.bounds, self.parts(for_fbp)):
+            label = f"leap-{task.__name__.strip('_')}-{z0}-{z1}-"
+            if isinstance(g, Source):
+                # One task reads its rows and computes: nothing read waits in a worker's
+                # memory for its slab task (a worker holds one slab's data at a time).
+                import dask
+                key = (v, r)
+                job = dask.delayed(_read_then, pure=True)(task, part, g, key,
+                                                          dask_key_name=label + _da_token(
+                                                              part, g.region(key).name))
+                blocks.append(da.from_delayed(job, ((z1 - z0), ny, nx), dtype=np.float32))
+                continue
             piece = _region(g, (v, r))
             blocks.append(da.map_blocks(partial(task, part), piece, dtype=np.float32,
                                         chunks=((z1 - z0,), (ny,), (nx,)),
-                                        name=f"leap-{task.__name__.strip('_')}-{z0}-{z1}-"
-                                             f"{_da_token(part, piece)}"))
+                                        name=label + _da_token(part, piece)))
         return da.concatenate(blocks, axis=0)
 
     def backproject(self, g):

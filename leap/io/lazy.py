@@ -178,18 +178,16 @@ class TiffStack(Source):
         key = normalize_key(key, self.shape)
         rest = key[1:]
         planes = np.arange(self.shape[0])[key[0]]
-        out, current, img = [], None, None
-        for i in np.atleast_1d(planes):
+        region = np.empty(self.shape[1:], dtype=np.bool_)[rest].shape
+        out = np.empty((np.size(planes),) + region, self.dtype)   # filled a plane at a time
+        current, img = None, None
+        for n, i in enumerate(np.atleast_1d(planes)):
             k, j = divmod(int(i), self.per_file)
             if k != current:             # one file open at a time
                 img, current = self._planes(k), k
-            out.append(np.array(img[j][rest], copy=True))
+            out[n] = img[j][rest]
         del img
-        if np.ndim(planes) == 0:
-            return out[0]
-        if not out:
-            return np.empty((0,) + np.empty(self.shape[1:], self.dtype)[rest].shape, self.dtype)
-        return np.stack(out)
+        return out[0] if np.ndim(planes) == 0 else out
 
 
 # ------------------------------------------------------------------------- HDF5
@@ -398,8 +396,34 @@ class Oriented(Source):
         flat = j[:, None] * b + np.arange(b)[None, :]
         return (n - 1 - flat) if self.flips[axis - 1] else flat
 
+    def _stored_range(self, k, axis):
+        """``(lo, hi, step)``: the stored rows or columns ``lo:hi`` of leap's indices
+        ``k`` (a step-1 slice or an int) along ``axis`` without binning, and the step
+        (−1 where the axis is flipped) that puts them in leap's order; None if ``k`` is
+        not such."""
+        n = self.shape[axis]
+        if isinstance(k, int):
+            k = slice(k, k + 1)
+        if not isinstance(k, slice):
+            return None
+        start, stop, step = k.indices(n)
+        if step != 1:
+            return None
+        stop = max(stop, start)
+        if self.flips[axis - 1]:
+            return n - stop, n - start, -1
+        return start, stop, 1
+
     def read(self, key):
         v, r, c = normalize_key(key, self.shape)
+        if self.binning == (1, 1):
+            rr, cc = self._stored_range(r, 1), self._stored_range(c, 2)
+            if rr is not None and cc is not None:
+                # One stored block read, reordered by strides: a single copy.
+                vv = slice(v, v + 1) if isinstance(v, int) else v
+                block = self.source.read((vv, slice(rr[0], rr[1]), slice(cc[0], cc[1])))
+                out = np.ascontiguousarray(block[:, ::rr[2], ::cc[2]])
+                return out[tuple(0 if isinstance(k, int) else slice(None) for k in (v, r, c))]
         ri, ci = self._index(r, 1), self._index(c, 2)
         nv = np.arange(self.shape[0])[v]
         if ri.size == 0 or ci.size == 0 or np.size(nv) == 0:
@@ -414,3 +438,4 @@ class Oriented(Source):
                    if self.dtype == np.float32 and block.shape[2] * block.shape[4] > 1
                    else np.ascontiguousarray(block[:, :, 0, :, 0]))
         return out[tuple(0 if isinstance(k, int) else slice(None) for k in (v, r, c))]
+

@@ -188,3 +188,21 @@ def test_scan_attenuation_bad_pixels_and_rings_read_alike_by_region():
         scan.attenuation(rings=2)
     with pytest.raises(ValueError, match="bad_pixels"):
         scan.attenuation(bad_pixels=np.zeros((6, 39), bool))
+
+
+def test_oriented_flips_and_bins_lazily():
+    from leap.io.lazy import Oriented
+    rng = np.random.default_rng(5)
+    data = rng.random((4, 6, 8)).astype(np.float32)
+    for flips in ((True, True), (True, False), (False, True), (False, False)):
+        o = Oriented(InMemory(data), flip_rows=flips[0], flip_cols=flips[1])
+        ref = data[:, ::-1 if flips[0] else 1, ::-1 if flips[1] else 1]
+        for key in (slice(None), (1, slice(2, 5)), (slice(0, 3), 5, slice(1, 7)),
+                    (np.array([3, 0]), slice(0, 6), slice(1, 7)), (slice(1, 2), slice(None), np.array([7, 1])),
+                    (2, -1, 0),
+                    (slice(None), slice(4, 2))):
+            np.testing.assert_array_equal(o[key], ref[key], err_msg=f"{flips} {key}")
+    binned = Oriented(InMemory(data), (2, 4))
+    np.testing.assert_allclose(np.asarray(binned),
+                               data[:, ::-1, ::-1].reshape(4, 3, 2, 2, 4).mean(axis=(2, 4)),
+                               rtol=1e-6)

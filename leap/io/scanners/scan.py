@@ -9,7 +9,10 @@ index them, ``np.asarray`` them, or hand them to :mod:`leap.distributed`).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
+import threading
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,6 +214,10 @@ def _as_is(p, key):
     return p
 
 
+_PREPARED: "collections.OrderedDict[str, tuple]" = collections.OrderedDict()
+_PREPARED_LOCK = threading.Lock()
+
+
 class _Attenuation(Source):
     """:meth:`Scan.attenuation`: line integrals of a scan's raw projections, computed
     region by region as read. Flats and darks are read once (they are small); a dose
@@ -222,39 +229,70 @@ class _Attenuation(Source):
         raw = scan.projections
         self.raw, self.shape, self.dtype = raw, tuple(raw.shape), np.dtype(np.float32)
         self.chunks = tuple(raw.chunks)
-        self.flats = None if scan.flats is None else np.asarray(scan.flats, np.float32)
-        self.darks = None if scan.darks is None else np.asarray(scan.darks, np.float32)
+        # Flats and darks stay lazy sources here and are averaged on first use in each
+        # process: the pickle a Dask task carries stays small (no frames in it).
+        self.flat_src, self.dark_src = scan.flats, scan.darks
+        self.positions = scan.flat_positions if interpolate else None
         if isinstance(bad_pixels, str):
             if bad_pixels != "auto":
                 raise ValueError(f"bad_pixels must be None, a (rows, cols) map or 'auto', got "
                                  f"{bad_pixels!r}")
-            if self.flats is None:
+            if scan.flats is None:
                 raise ValueError("bad_pixels='auto' needs flat frames; the scan has none")
-            bad_pixels = bad_pixel_map(self.flats, self.darks)
         elif bad_pixels is not None:
             bad_pixels = np.asarray(bad_pixels)
             if bad_pixels.shape != self.shape[1:]:
                 raise ValueError(f"bad_pixels must be a (rows, cols) = {self.shape[1:]} map, "
                                  f"got shape {bad_pixels.shape}")
-            bad_pixels = bad_pixels.astype(bool) if bad_pixels.dtype.kind == "b" \
-                else bad_pixels == 1
-        self.bad = bad_pixels if bad_pixels is not None and bad_pixels.any() else None
+            bad_pixels = np.packbits(bad_pixels.astype(bool) if bad_pixels.dtype.kind == "b"
+                                     else bad_pixels == 1)
+        self.bad_spec = bad_pixels
         if isinstance(rings, bool) or int(rings) != rings or rings < 0 or rings in (1, 2):
             raise ValueError(f"rings must be 0 (off) or a window of >= 3 columns, got {rings!r}")
         self.rings = int(rings)
-        self.positions = scan.flat_positions if interpolate else None
-        if self.flats is not None and self.positions is None:
-            self.flats = self.flats.mean(axis=0, keepdims=True)     # once, not per read
-        if self.darks is not None:
-            self.darks = self.darks.mean(axis=0, keepdims=True)
         self.air = None if air_region is None else _region(air_region, self.shape[1:])
         self.min_transmission = min_transmission
         neg_log(np.ones(1, np.float32), min_transmission=min_transmission)   # checks it
+        # Copies unpickled by Dask tasks share one per-process cache entry by this token.
+        self._token = uuid.uuid4().hex
+
+    def _prepared(self):
+        """(flats, darks, bad map): the frames averaged (flats kept per frame when they
+        are interpolated) and the bad-pixel map, once per process (a small LRU shared by
+        every copy of this source: a worker running many of its tasks holds them once)."""
+        with _PREPARED_LOCK:
+            hit = _PREPARED.get(self._token)
+            if hit is not None:
+                _PREPARED.move_to_end(self._token)
+                return hit
+        flats = None if self.flat_src is None else np.asarray(self.flat_src, np.float32)
+        darks = None if self.dark_src is None else np.asarray(self.dark_src, np.float32)
+        bad = self.bad_spec
+        if isinstance(bad, str):
+            bad = bad_pixel_map(flats, darks)
+        elif bad is not None:
+            bad = np.unpackbits(bad, count=int(np.prod(self.shape[1:]))).astype(bool)
+            bad = bad.reshape(self.shape[1:])
+        if flats is not None and self.positions is None:
+            flats = flats.mean(axis=0, keepdims=True)
+        if darks is not None:
+            darks = darks.mean(axis=0, keepdims=True)
+        prepared = (flats, darks, bad if bad is not None and bad.any() else None)
+        with _PREPARED_LOCK:
+            _PREPARED[self._token] = prepared
+            while len(_PREPARED) > 4:
+                _PREPARED.popitem(last=False)
+        return prepared
+
+    @property
+    def bad(self):
+        return self._prepared()[2]
 
     def _transmission(self, views, rows, cols):
         raw = self.raw.read((views, rows, cols))
-        fl = None if self.flats is None else self.flats[:, rows, cols]
-        dk = None if self.darks is None else self.darks[:, rows, cols]
+        flats, darks, _ = self._prepared()
+        fl = None if flats is None else flats[:, rows, cols]
+        dk = None if darks is None else darks[:, rows, cols]
         return flat_field(raw, fl, dk, flat_positions=self.positions,
                           views=np.arange(self.shape[0])[views])
 
@@ -291,5 +329,11 @@ class _Attenuation(Source):
             block = replace_bad_pixels(block, self.bad[r0:r1, c0:c1], 3, out=block)
         if self.rings:
             block = remove_stripes_sorting(block, self.rings, out=block)
-        out = block[np.ix_(*(i - lo for i, (lo, _) in zip(idx, spans)))]
-        return out[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
+        take = []
+        for i, (lo, hi) in zip(idx, spans):
+            i = i - lo
+            whole = i.size == hi - lo and i[0] == 0 and np.all(np.diff(i) == 1)
+            take.append(slice(None) if whole else i)
+        if any(isinstance(t, np.ndarray) for t in take):      # (no copy when all is kept)
+            block = block[np.ix_(*(np.arange(n)[t] for t, n in zip(take, block.shape)))]
+        return block[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
