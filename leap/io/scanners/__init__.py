@@ -30,7 +30,7 @@ def _reader(name):
 
 
 def available_readers() -> tuple:
-    """The reader modules of :data:`READERS` present in this installation."""
+    """The reader modules of ``READERS`` present in this installation."""
     return tuple(n for n in READERS
                  if importlib.util.find_spec(f"{__name__}.{n}") is not None)
 

@@ -20,27 +20,27 @@ rotation axis passes through ``(-ObjectOffsetX, 0, 0)``, the object turns by
 ``180 - InitialAngle - angle`` degrees (counter-clockwise seen from +z) and a projection
 image's pixel (0, 0) is its top-right corner seen from the source (CIL's panel origin
 'top-right'). leap turns source and detector by ψ counter-clockwise about the z axis
-(LEAP_CONVENTIONS.md), so:
+(LEAP_CONVENTIONS.md), so::
 
-=====================================  ==============================================
-Nikon key (unit)                        leap
-=====================================  ==============================================
-angle a (deg; angle file or            ψ = radians(a + InitialAngle − 180)
-``i·AngularStep``), ``InitialAngle``
-``SrcToObject``, ``SrcToDetector``      sod, sdd (``Units``, default mm)
-``DetectorPixelsX/Y``                   num_cols, num_rows (the images, flipped: rows
-                                        run up, columns along θ⊥)
-``DetectorPixelSizeX/Y``                pixel_width, pixel_height
-``DetectorOffsetX/Y``                   center_col = (cols−1)/2 + OffsetX/pixel_width,
-                                        center_row = (rows−1)/2 − OffsetY/pixel_height
-``ObjectOffsetX`` (or, older files,     tau = −ObjectOffsetX
-``CentreOfRotationTop/Bottom``, mm at   (= −(Top+Bottom)/2 · sod/sdd)
-the detector)
-``ObjectRoll`` (deg, about y; or        the axis direction Rx(−ObjectTilt)·Ry(roll)·z:
-−atan((Top − Bottom)/detector height)), ModularBeam (per-view source, module, vectors)
-``ObjectTilt`` (deg, about x)           with the volume's z along the rotation axis
-``WhiteLevel``                          flats: one constant frame (no darks)
-=====================================  ==============================================
+    =====================================  ==============================================
+    Nikon key (unit)                        leap
+    =====================================  ==============================================
+    angle a (deg; angle file or            ψ = radians(a + InitialAngle − 180)
+    ``i·AngularStep``), ``InitialAngle``
+    ``SrcToObject``, ``SrcToDetector``      sod, sdd (``Units``, default mm)
+    ``DetectorPixelsX/Y``                   num_cols, num_rows (the images, flipped: rows
+                                            run up, columns along θ⊥)
+    ``DetectorPixelSizeX/Y``                pixel_width, pixel_height
+    ``DetectorOffsetX/Y``                   center_col = (cols−1)/2 + OffsetX/pixel_width,
+                                            center_row = (rows−1)/2 − OffsetY/pixel_height
+    ``ObjectOffsetX`` (or, older files,     tau = −ObjectOffsetX
+    ``CentreOfRotationTop/Bottom``, mm at   (= −(Top+Bottom)/2 · sod/sdd)
+    the detector)
+    ``ObjectRoll`` (deg, about y; or        the axis direction Rx(−ObjectTilt)·Ry(roll)·z:
+    −atan((Top − Bottom)/detector height)), ModularBeam (per-view source, module, vectors)
+    ``ObjectTilt`` (deg, about x)           with the volume's z along the rotation axis
+    ``WhiteLevel``                          flats: one constant frame (no darks)
+    =====================================  ==============================================
 
 The image flip (both axes) is lazy (:class:`~leap.io.lazy.Oriented`); ``projections`` index as leap's
 detector does. Ambiguities: CIL ignores the angle files ("not correct") and uses

@@ -113,10 +113,10 @@ class Scan:
         ``air_region`` (row slice, col slice) or [r0, r1, c0, c1]: dose normalisation of
         each view over a region the object never shadows. ``min_transmission``: the
         floor before −log. Then, on the line integrals: ``bad_pixels`` a (rows, cols) map
-        (True = bad) or ``'auto'`` (:func:`leap.preprocessing.bad_pixel_map` of the flats
+        (True = bad) or ``'auto'`` (:func:`leap.preprocessing.bad_pixels.bad_pixel_map` of the flats
         and darks), replaced by the median of good neighbours (3×3); ``rings`` > 0:
         stripe removal by sorting with that window (columns,
-        :func:`leap.preprocessing.remove_stripes_sorting`; a region is then computed from
+        :func:`leap.preprocessing.rings.remove_stripes_sorting`; a region is then computed from
         all views). Regions read with the margins these need, so any slab gives the
         values of the whole. Scans that store line integrals return them as float32.
         """
