@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from ...preprocessing._common import real
+
 __all__ = ["host_view", "check_data", "real", "check_window", "check_radius", "count"]
 
 
@@ -58,18 +60,6 @@ def check_data(name, x, ndims=(2, 3), shape=None):
     if shape is not None and tuple(x.shape[-len(shape):]) != tuple(shape):
         raise ValueError(f"{name} must end in shape {tuple(shape)}, got {x.shape}")
     return x
-
-
-def real(name, value):
-    """``value`` as a finite float (a 0-d array counts as a number)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
-    return v
 
 
 def check_window(name, value, allowed):
