@@ -50,7 +50,7 @@ import numpy as np
 from ...geometry import Detector, ParallelBeam
 from ..lazy import HDF5Source
 from ._common import ScanFormatError, check_monotonic, default_system
-from .nxtomo import ANGLE_UNITS, _is_hdf5, _text, length_mm, small_datasets
+from ._hdf5 import angle_unit, length_mm, probe, small_datasets
 from .scan import Scan
 
 FORMAT = "dxchange"
@@ -63,15 +63,8 @@ ROTATION = "/process/acquisition/rotation"
 
 def detect(path) -> bool:
     """An HDF5 file with a dataset /exchange/data."""
-    path = os.fspath(path)
-    if not _is_hdf5(path):
-        return False
     import h5py
-    try:
-        with h5py.File(path, "r") as f:
-            return isinstance(f.get("exchange/data"), h5py.Dataset)
-    except (OSError, KeyError, ValueError):
-        return False
+    return probe(path, lambda f: isinstance(f.get("exchange/data"), h5py.Dataset))
 
 
 def _theta(path, f, base, nviews):
@@ -83,14 +76,7 @@ def _theta(path, f, base, nviews):
         if theta.size != nviews:
             raise ScanFormatError(path, f"the dataset /{base}/theta holds {theta.size} angles "
                                   f"but /{base}/data holds {nviews} projections")
-        unit = ds.attrs.get("units", ds.attrs.get("unit"))
-        if unit is None:
-            return theta, "degree"
-        key = _text(unit).strip().lower()
-        if key not in ANGLE_UNITS:
-            raise ScanFormatError(path, f"the dataset /{base}/theta has units {_text(unit)!r}, "
-                                  "not an angle unit (deg or rad)")
-        return theta, ANGLE_UNITS[key]
+        return theta, angle_unit(path, ds)
     names = ("rotation_start", "rotation_step", "num_angles")
     if all(isinstance(f.get(f"{ROTATION}/{n}"), h5py.Dataset) for n in names):
         start, step, count = (float(np.asarray(f[f"{ROTATION}/{n}"][()]).ravel()[0])

@@ -71,55 +71,23 @@ import numpy as np
 from ...geometry import ConeBeam, Detector, ParallelBeam
 from ..lazy import HDF5Source, Oriented, Selected
 from ._common import ScanFormatError, check_monotonic, default_system
+from ._hdf5 import angle_unit, length_mm, probe, small_datasets, text
 from .scan import Scan
 
 FORMAT = "nxtomo"
 
-#: Length units (lower case) in mm.
-LENGTH_UNITS = {"m": 1e3, "meter": 1e3, "meters": 1e3, "metre": 1e3, "metres": 1e3,
-                "cm": 10.0, "mm": 1.0, "millimeter": 1.0, "millimeters": 1.0,
-                "millimetre": 1.0, "millimetres": 1.0, "um": 1e-3, "µm": 1e-3, "μm": 1e-3,
-                "micron": 1e-3, "microns": 1e-3, "micrometer": 1e-3, "micrometers": 1e-3,
-                "micrometre": 1e-3, "micrometres": 1e-3, "nm": 1e-6}
-#: Angle units (lower case): 'degree' or 'radian'.
-ANGLE_UNITS = {"deg": "degree", "degree": "degree", "degrees": "degree", "°": "degree",
-               "rad": "radian", "radian": "radian", "radians": "radian"}
-
-
-# ------------------------------------------------------------------ HDF5 helpers
-def _text(value) -> str:
-    if isinstance(value, np.ndarray) and value.size == 1:
-        value = value.reshape(()).item()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def _is_hdf5(path) -> bool:
-    if not os.path.isfile(path):
-        return False
-    try:
-        import h5py
-    except ImportError:
-        return False
-    try:
-        return bool(h5py.is_hdf5(path))
-    except OSError:
-        return False
-
-
 def _nx_class(obj) -> str:
-    return _text(obj.attrs.get("NX_class", ""))
+    return text(obj.attrs.get("NX_class", ""))
 
 
 def _definition(group) -> str:
     d = group.get("definition")
     if d is not None and hasattr(d, "shape"):
         try:
-            return _text(d[()]).strip()
+            return text(d[()]).strip()
         except (TypeError, ValueError):
             return ""
-    return _text(group.attrs.get("definition", "")).strip()
+    return text(group.attrs.get("definition", "")).strip()
 
 
 def _tomo_entries(f) -> list:
@@ -140,76 +108,10 @@ def _tomo_entries(f) -> list:
     return found
 
 
-def length_mm(path, ds, *, default_unit=None) -> float:
-    """The scalar length dataset ``ds`` (or the first value of an array) in mm, from its
-    ``units`` attribute; ScanFormatError naming the file and dataset otherwise."""
-    unit = ds.attrs.get("units", ds.attrs.get("unit"))
-    if unit is None:
-        if default_unit is None:
-            raise ScanFormatError(path, f"the dataset {ds.name} has no 'units' attribute "
-                                  "(m, mm, um...): its length cannot be read")
-        unit = default_unit
-    key = _text(unit).strip().lower()
-    if key not in LENGTH_UNITS:
-        raise ScanFormatError(path, f"the dataset {ds.name} has units {_text(unit)!r}, not a "
-                              f"length unit leap knows ({', '.join(sorted(LENGTH_UNITS))})")
-    try:
-        v = np.asarray(ds[()], dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        raise ScanFormatError(path, f"the dataset {ds.name} is not a number") from None
-    if v.size == 0:
-        raise ScanFormatError(path, f"the dataset {ds.name} is empty")
-    return float(v[0]) * LENGTH_UNITS[key]
-
-
-def angle_unit(path, ds, default="degree") -> str:
-    """'degree' or 'radian' from the ``units`` attribute of ``ds`` (``default`` when it has
-    none)."""
-    unit = ds.attrs.get("units", ds.attrs.get("unit"))
-    if unit is None:
-        return default
-    key = _text(unit).strip().lower()
-    if key not in ANGLE_UNITS:
-        raise ScanFormatError(path, f"the dataset {ds.name} has units {_text(unit)!r}, not an "
-                              "angle unit (degree or radian)")
-    return ANGLE_UNITS[key]
-
-
-def small_datasets(group, prefix="", limit=64) -> dict:
-    """The scalars and short arrays under ``group`` as {relative path: value}."""
-    import h5py
-    out = {}
-
-    def visit(name, obj):
-        if isinstance(obj, h5py.Dataset) and obj.size <= limit:
-            try:
-                v = obj[()]
-            except (TypeError, ValueError, OSError):
-                return
-            if isinstance(v, np.ndarray):
-                v = [_text(x) if isinstance(x, bytes) else x.item() if hasattr(x, "item")
-                     else x for x in v.ravel()]
-            elif isinstance(v, bytes):
-                v = _text(v)
-            elif hasattr(v, "item"):
-                v = v.item()
-            out[prefix + name] = v
-    group.visititems(visit)
-    return out
-
-
 # ------------------------------------------------------------------ the reader
 def detect(path) -> bool:
     """An HDF5 file with an NXentry (or NXsubentry) whose definition is NXtomo."""
-    path = os.fspath(path)
-    if not _is_hdf5(path):
-        return False
-    import h5py
-    try:
-        with h5py.File(path, "r") as f:
-            return bool(_tomo_entries(f))
-    except (OSError, KeyError, ValueError):
-        return False
+    return probe(path, _tomo_entries)
 
 
 def _child(group, name, nx_class):
@@ -364,7 +266,7 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
         if tr is not None:
             for tname, ds in tr.items():
                 if not isinstance(ds, h5py.Dataset) or \
-                        _text(ds.attrs.get("transformation_type", "")) != "rotation":
+                        text(ds.attrs.get("transformation_type", "")) != "rotation":
                     continue
                 vec = tuple(np.asarray(ds.attrs.get("vector", (0, 0, 0))).astype(int).tolist())
                 turn = float(np.asarray(ds[()]).ravel()[0]) % 360.0
