@@ -17,5 +17,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'leap' has no attribute {name!r}")
 
 
-__all__ = ["tomographicModels", "ConeBeam", "ConeParallelBeam", "Detector", "FanBeam",
-           "ModularBeam", "ParallelBeam", "Volume", "backproject", "project"]
+__all__ = ["__version__", "tomographicModels", "ConeBeam", "ConeParallelBeam", "Detector",
+           "FanBeam", "ModularBeam", "ParallelBeam", "Volume", "backproject", "project"]

@@ -630,4 +630,3 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
         if not isinstance(geo, ModularBeam):
             return None
         return np.array(getattr(geo, name), dtype=np.float32)
-

@@ -66,13 +66,11 @@ class PreprocessingMixin:
         ``signalThreshold`` (all values when it is ≤ 0): v becomes the window median m
         when :math:`|v - m| \ge threshold\,|m|`. In place; returns ``f``."""
         return _low_signal(f, threshold, windowSize, signalThreshold, 3)
-        return f
 
     def LowSignalCorrection2D(self, f, threshold=0.0, windowSize=3, signalThreshold=0.001):
         """:meth:`MedianFilter2D` (windowSize 3, 5 or 7 within each slice) applied only to
         values ≤ ``signalThreshold`` (all when ≤ 0). In place; returns ``f``."""
         return _low_signal(f, threshold, windowSize, signalThreshold, 2)
-        return f
 
     def badPixelCorrection(self, g, badPixelMap, windowSize=3):
         """Replace the pixels where ``badPixelMap`` (numRows, numCols) is 1.0 by the median

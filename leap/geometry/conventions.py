@@ -144,7 +144,6 @@ def default_volume(geometry, scale: float = 1.0, *, angular_range: float = 360.0
         vh = vh0
         numZ = d.num_rows
     if isinstance(geometry, (ConeBeam, ConeParallelBeam)):
-        m = geometry.sod / geometry.sdd
         if geometry.is_helical:
             numZ = helical_num_z(geometry, scale if magnified else 1.0, angular_range)
         if geometry.is_helical or scale != 1.0:
