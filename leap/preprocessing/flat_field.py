@@ -25,17 +25,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._common import array_module, as_float32, finish, real
+from ._common import array_module, as_float32, check_out, finish, real
 
 #: Default transmission floor before −log (LEAP's makeAttenuationRadiographs uses 2⁻¹⁶).
 MIN_TRANSMISSION = 2.0 ** -16
-
-
-def _xp(x):
-    if isinstance(x, np.ndarray) or not hasattr(x, "__cuda_array_interface__"):
-        return np
-    import cupy
-    return cupy
 
 
 def _frames(name, x, shape, xp):
@@ -64,7 +57,7 @@ def flat_at_views(flats, flat_positions=None, views=None):
     view positions ``flat_positions`` (k,) (frames at equal positions are averaged first;
     before the first and after the last position the nearest is used). ``views`` (n,): the
     view indices wanted. Returns (1, rows, cols) or (n, rows, cols) float32."""
-    xp = _xp(flats)
+    xp = array_module(flats)
     if flat_positions is None:
         return flats.mean(axis=0, keepdims=True, dtype=xp.float32)
     pos = np.asarray(flat_positions, dtype=np.float64).ravel()
@@ -128,7 +121,7 @@ def flat_field(raw, flats=None, darks=None, *, flat_positions=None, views=None,
     Flat pixels not above the dark level (dead pixels) give transmission 0, not inf or
     NaN; the −log step then raises them to its floor.
     """
-    xp = _xp(raw)
+    xp = array_module(raw)
     if getattr(raw, "ndim", 0) != 3:
         raise ValueError(f"raw must be a (views, rows, cols) block, got shape "
                          f"{tuple(getattr(raw, 'shape', ()))}")
@@ -143,9 +136,7 @@ def flat_field(raw, flats=None, darks=None, *, flat_positions=None, views=None,
             raise ValueError(f"views must give one index per view of raw ({raw.shape[0]})")
     if out is None:
         out = xp.empty(raw.shape, dtype=xp.float32)
-    elif tuple(out.shape) != tuple(raw.shape) or out.dtype != np.float32:
-        raise ValueError(f"out must be a float32 array of shape {tuple(raw.shape)}, got "
-                         f"{out.dtype} {tuple(out.shape)}")
+    check_out(out, raw.shape)
     out[...] = raw
     if dark is not None:
         out -= dark
@@ -168,7 +159,7 @@ def flat_field(raw, flats=None, darks=None, *, flat_positions=None, views=None,
 def neg_log(t, *, min_transmission: float = MIN_TRANSMISSION, out=None):
     """``−log(max(t, min_transmission))``, float32 (NaN stays NaN): line integrals from
     transmissions, with a floor for photon-starved and dead pixels."""
-    xp = _xp(t)
+    xp = array_module(t)
     if not 0 < min_transmission < 1:
         raise ValueError(f"min_transmission must lie in (0, 1), got {min_transmission}")
     if out is None:
