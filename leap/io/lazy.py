@@ -113,6 +113,18 @@ def normalize_key(key, shape) -> tuple:
     return tuple(out) + (slice(None),) * (len(shape) - len(key))
 
 
+def keep_axes(key) -> tuple:
+    """A normalised ``key`` with each int ``k`` as the slice ``k:k+1``, so that a read
+    keeps every axis (:func:`drop_int_axes` takes them out again)."""
+    return tuple(slice(k, k + 1) if isinstance(k, int) else k for k in key)
+
+
+def drop_int_axes(block, key):
+    """``block`` read with :func:`keep_axes` of ``key``, without the axes that ``key``
+    indexes by an int (as NumPy indexing would drop them)."""
+    return block[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
+
+
 def _tiff_files(source) -> list[str]:
     if isinstance(source, (list, tuple)):
         files = [os.fspath(p) for p in source]
@@ -416,26 +428,25 @@ class Oriented(Source):
 
     def read(self, key):
         v, r, c = normalize_key(key, self.shape)
+        vv = keep_axes((v,))[0]                  # the views, as a slice or index array
         if self.binning == (1, 1):
             rr, cc = self._stored_range(r, 1), self._stored_range(c, 2)
             if rr is not None and cc is not None:
                 # One stored block read, reordered by strides: a single copy.
-                vv = slice(v, v + 1) if isinstance(v, int) else v
                 block = self.source.read((vv, slice(rr[0], rr[1]), slice(cc[0], cc[1])))
                 out = np.ascontiguousarray(block[:, ::rr[2], ::cc[2]])
-                return out[tuple(0 if isinstance(k, int) else slice(None) for k in (v, r, c))]
+                return drop_int_axes(out, (v, r, c))
         ri, ci = self._index(r, 1), self._index(c, 2)
         nv = np.arange(self.shape[0])[v]
         if ri.size == 0 or ci.size == 0 or np.size(nv) == 0:
             out = np.zeros((np.size(nv), len(ri), len(ci)), self.dtype)
         else:
             r0, c0 = int(ri.min()), int(ci.min())
-            block = self.source.read((v if not isinstance(v, int) else slice(v, v + 1),
-                                      slice(r0, int(ri.max()) + 1),
+            block = self.source.read((vv, slice(r0, int(ri.max()) + 1),
                                       slice(c0, int(ci.max()) + 1)))
             block = block[:, ri - r0][:, :, :, ci - c0]        # (views, m, br, n, bc)
             out = (block.mean(axis=(2, 4), dtype=np.float64).astype(np.float32)
                    if self.dtype == np.float32 and block.shape[2] * block.shape[4] > 1
                    else np.ascontiguousarray(block[:, :, 0, :, 0]))
-        return out[tuple(0 if isinstance(k, int) else slice(None) for k in (v, r, c))]
+        return drop_int_axes(out, (v, r, c))
 

@@ -21,7 +21,7 @@ from ...preprocessing.bad_pixels import bad_pixel_map, replace_bad_pixels
 from ...preprocessing.flat_field import MIN_TRANSMISSION, _region, flat_field, neg_log
 from ...preprocessing.rings import remove_stripes_sorting
 from ...system import CTSystem
-from ..lazy import InMemory, Mapped, Source, normalize_key
+from ..lazy import InMemory, Mapped, Source, drop_int_axes, normalize_key
 
 
 @dataclass(frozen=True, eq=False)
@@ -318,8 +318,7 @@ class _Attenuation(Source):
         spans = []
         for ax, (i, n) in enumerate(zip(idx, self.shape)):
             if i.size == 0:
-                return np.empty(tuple(len(j) for j in idx), np.float32)[
-                    tuple(0 if isinstance(k, int) else slice(None) for k in key)]
+                return drop_int_axes(np.empty(tuple(len(j) for j in idx), np.float32), key)
             lo, hi = (0, n) if ax == 0 and self.rings else \
                 (max(int(i.min()) - margin[ax], 0), min(int(i.max()) + 1 + margin[ax], n))
             spans.append((lo, hi))
@@ -336,4 +335,4 @@ class _Attenuation(Source):
             take.append(slice(None) if whole else i)
         if any(isinstance(t, np.ndarray) for t in take):      # (no copy when all is kept)
             block = block[np.ix_(*(np.arange(n)[t] for t, n in zip(take, block.shape)))]
-        return block[tuple(0 if isinstance(k, int) else slice(None) for k in key)]
+        return drop_int_axes(block, key)
