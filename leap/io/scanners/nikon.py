@@ -138,6 +138,17 @@ def references(path, files, key, raw, binning, read=None):
     return Oriented(src, binning)
 
 
+def oriented(path, raw, shape, keys: str, binning):
+    """The stored images ``raw`` checked against the (views, rows, cols) ``shape`` of the
+    metadata (``keys`` names the rows and columns keys in the error), flipped into leap's
+    detector order and binned: ``(projections, (br, bc))``."""
+    if raw.shape != tuple(shape):
+        raise ScanFormatError(path, f"the projection images are {raw.shape[1:]} (rows, cols) "
+                              f"but {keys} = {tuple(shape[1:])}")
+    b = binning_pair(binning)
+    return Oriented(raw, b), b
+
+
 def binned_center(center: float, b: int) -> float:
     """The fractional index ``center`` of an unbinned (flipped) axis in the grid of its
     pixels binned ``b`` at a time from index 0."""
@@ -290,11 +301,8 @@ def open_scan(path, *, angles_file=None, binning=1, flats=None, darks=None) -> S
 
     files, keys = _projection_files(xtekct, meta, n)
     raw = stack(xtekct, files, keys)
-    if raw.shape != (n, rows, cols):
-        raise ScanFormatError(xtekct, f"the projection images are {raw.shape[1:]} (rows, cols) "
-                              f"but DetectorPixelsY, DetectorPixelsX = ({rows}, {cols})")
-    br, bc = binning_pair(binning)
-    projections = Oriented(raw, (br, bc))
+    projections, (br, bc) = oriented(xtekct, raw, (n, rows, cols),
+                                     "DetectorPixelsY, DetectorPixelsX", binning)
     folder = os.path.dirname(os.path.abspath(xtekct))
     flat_files, dark_files = reference_files(flats, folder), reference_files(darks, folder)
     flat_src, dark_src = (references(xtekct, f, k, raw, (br, bc))

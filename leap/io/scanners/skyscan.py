@@ -66,9 +66,9 @@ import struct
 import numpy as np
 
 from ...geometry import ConeBeam, Detector
-from ..lazy import Constant, Oriented, Source, binning_pair, normalize_key
+from ..lazy import Constant, Source, normalize_key
 from ._common import ScanFormatError, check_monotonic, default_system, number
-from .nikon import binned_center, read_ini, reference_files, references, stack
+from .nikon import binned_center, oriented, read_ini, reference_files, references, stack
 from .scan import Scan
 
 _EXTENSIONS = {"tiff": (".tif", ".tiff", ".TIF", ".TIFF"), "tif": (".tif", ".tiff", ".TIF"),
@@ -350,11 +350,8 @@ def open_scan(path, *, binning=1, flats=None, darks=None, pixel_size="image",
 
     files, names, prefix = _projection_files(p, keys, text, n)
     raw = images(p, files, names)
-    if raw.shape != (n, rows, cols):
-        raise ScanFormatError(p, f"the projection images are {raw.shape[1:]} (rows, cols) but "
-                              f"Number of Rows, Number of Columns = ({rows}, {cols})")
-    br, bc = binning_pair(binning)
-    projections = Oriented(raw, (br, bc))
+    projections, (br, bc) = oriented(p, raw, (n, rows, cols),
+                                     "Number of Rows, Number of Columns", binning)
     folder = os.path.dirname(os.path.abspath(p))
     refs = {}
     for name, spec in (("flats", flats), ("darks", darks)):
