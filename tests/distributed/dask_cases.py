@@ -1,5 +1,8 @@
 """Small systems of every geometry for the Dask tests (set up the LEAP way, taken over
 through ``tomographicModels().system``)."""
+import contextlib
+import time
+
 import numpy as np
 
 
@@ -43,3 +46,46 @@ GEOMETRIES = ("parallel", "fan", "cone", "cone_curved", "helical", "modular", "c
 
 def rel(a, b):
     return float(np.linalg.norm(np.asarray(a) - b) / np.linalg.norm(b))
+
+
+# --------------------------------------------------------- memory-bounded clusters
+@contextlib.contextmanager
+def memory_limited_client(limit, n_workers=2):
+    """A Client on a LocalCluster of ``n_workers`` single-threaded worker processes with
+    ``memory_limit=limit`` bytes each. The memory limit is the per-worker budget the
+    tests measure against; the spill/pause/terminate thresholds are off because a worker
+    process with Numba and NumPy loaded already exceeds such budgets in RSS."""
+    import dask
+    import distributed
+    with dask.config.set({"distributed.worker.memory.target": False,
+                          "distributed.worker.memory.spill": False,
+                          "distributed.worker.memory.pause": False,
+                          "distributed.worker.memory.terminate": False}), \
+            distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                     memory_limit=limit, dashboard_address=":0",
+                                     env={"NUMBA_NUM_THREADS": "1"}) as lc, \
+            distributed.Client(lc, set_as_default=False) as client:
+        yield client
+
+
+def start_rss_sampler(dask_worker):
+    """On a worker: sample its RSS every 2 ms in a thread; returns the current RSS (MB)."""
+    import threading
+    import psutil
+    proc = psutil.Process()
+    state = {"peak": 0, "run": True}
+
+    def sample():
+        while state["run"]:
+            state["peak"] = max(state["peak"], proc.memory_info().rss)
+            time.sleep(0.002)
+
+    dask_worker._leap_sampler = state
+    threading.Thread(target=sample, daemon=True).start()
+    return proc.memory_info().rss / 2 ** 20
+
+
+def stop_rss_sampler(dask_worker):
+    state = dask_worker._leap_sampler
+    state["run"] = False
+    return state["peak"] / 2 ** 20

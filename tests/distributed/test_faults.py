@@ -8,7 +8,7 @@ import pytest
 
 import leap.distributed as ld
 
-from dask_cases import rel
+from dask_cases import memory_limited_client, rel, start_rss_sampler, stop_rss_sampler
 
 distributed = pytest.importorskip("distributed")
 zarr = pytest.importorskip("zarr")
@@ -62,35 +62,11 @@ def test_failed_cluster_write_leaves_nothing(dask_client, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def _start_rss_sampler(dask_worker):
-    """On a worker: sample its RSS every 2 ms in a thread; returns the current RSS (MB)."""
-    import threading
-    import psutil
-    proc = psutil.Process()
-    state = {"peak": 0, "run": True}
-
-    def sample():
-        while state["run"]:
-            state["peak"] = max(state["peak"], proc.memory_info().rss)
-            time.sleep(0.002)
-
-    dask_worker._leap_sampler = state
-    threading.Thread(target=sample, daemon=True).start()
-    return proc.memory_info().rss / 2 ** 20
-
-
-def _stop_rss_sampler(dask_worker):
-    state = dask_worker._leap_sampler
-    state["run"] = False
-    return state["peak"] / 2 ** 20
-
-
 @pytest.mark.slow
 def test_volume_four_times_a_workers_memory(tmp_path):
     """A 268 MB reconstruction on two workers of 64 MiB memory_limit each, streamed to
     Zarr: no worker's peak memory grows by more than a quarter of the volume (the slab
     tasks hold ~17 MB of volume each), and the result is right."""
-    import dask
     from leap.compat import tomographicModels
     ct = tomographicModels()
     ct.set_parallelbeam(24, 256, 512, 1.0, 1.0, 127.5, 255.5, ct.setAngleArray(24, 180))
@@ -103,23 +79,14 @@ def test_volume_four_times_a_workers_memory(tmp_path):
     src = zarr.open(str(tmp_path / "scan.zarr"), mode="w", shape=g.shape, chunks=(4, 256, 512),
                     dtype="float32")
     src[...] = g                       # the workers read their rows from disk
-    # memory_limit as the per-worker budget; the spill/pause/terminate thresholds are off
-    # because a worker process with Numba and NumPy loaded already exceeds 64 MiB of RSS.
-    with dask.config.set({"distributed.worker.memory.target": False,
-                          "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.pause": False,
-                          "distributed.worker.memory.terminate": False}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     memory_limit=limit, dashboard_address=":0",
-                                     env={"NUMBA_NUM_THREADS": "1"}) as lc, \
-            distributed.Client(lc, set_as_default=False) as client:
+    with memory_limited_client(limit) as client:
         small = s.slab(0, 2)
         client.run(lambda: ld.fbp(small, np.zeros(small.projection_shape, np.float32),
                                   client=False).compute())             # compile, warm up
-        before = client.run(_start_rss_sampler)
+        before = client.run(start_rss_sampler)
         f = ld.fbp(s, str(tmp_path / "scan.zarr"), client=client, slabs=16,
                    out=tmp_path / "big.zarr")
-        after = client.run(_stop_rss_sampler)
+        after = client.run(stop_rss_sampler)
         growth = {w: after[w] - before[w] for w in after}
         print("per-worker peak RSS growth (MB):", growth)
         assert max(growth.values()) < 0.25 * vol_bytes / 2 ** 20, growth

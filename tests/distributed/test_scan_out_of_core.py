@@ -5,10 +5,9 @@ import pytest
 
 import leap
 import leap.distributed as ld
-from dask_cases import rel
+from dask_cases import memory_limited_client, rel, start_rss_sampler, stop_rss_sampler
 from leap.io import open_scan
 from leap.io.scanners.nikon import write_scan
-from test_faults import _start_rss_sampler, _stop_rss_sampler
 
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("tifffile")
@@ -19,7 +18,6 @@ def test_nikon_scan_four_times_a_workers_memory(tmp_path):
     """128 MiB of raw uint16 projections, two workers of 32 MiB memory_limit: no worker's
     peak memory grows by more than the budget, and the result equals the in-memory
     reconstruction of the same attenuation data."""
-    import dask
     # A tall, narrow detector: a slab of slices needs few of its rows (a slab task's peak
     # memory is about three times its rows' float32 data: the rows, G, filter blocks).
     det = leap.Detector(num_rows=1024, num_cols=256, pixel_height=0.1, pixel_width=0.1,
@@ -40,14 +38,7 @@ def test_nikon_scan_four_times_a_workers_memory(tmp_path):
     scan = open_scan(tmp_path)
     scan = scan.with_system(scan.system.with_changes(volume=vol))
     att = scan.attenuation()
-    with dask.config.set({"distributed.worker.memory.target": False,
-                          "distributed.worker.memory.spill": False,
-                          "distributed.worker.memory.pause": False,
-                          "distributed.worker.memory.terminate": False}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     memory_limit=limit, dashboard_address=":0",
-                                     env={"NUMBA_NUM_THREADS": "1"}) as lc, \
-            distributed.Client(lc, set_as_default=False) as client:
+    with memory_limited_client(limit) as client:
         # Warm up each worker on the whole pipeline (imports of tifffile and zarr, the
         # kernels' compilation), on a two-slice system, so the growth measured below is
         # what the data cost.
@@ -55,10 +46,10 @@ def test_nikon_scan_four_times_a_workers_memory(tmp_path):
         warm = str(tmp_path / "warm")
         client.run(lambda dask_worker: ld.fbp(small, att, client=False, out=f"{warm}-"
                                               f"{dask_worker.name}.zarr").compute())
-        before = client.run(_start_rss_sampler)
+        before = client.run(start_rss_sampler)
         out = ld.fbp(scan.system, att, client=client, slabs=128,
                      out=tmp_path / "recon.zarr")
-        after = client.run(_stop_rss_sampler)
+        after = client.run(stop_rss_sampler)
     growth = {w: after[w] - before[w] for w in after}
     print("per-worker peak RSS growth (MB):", growth, "raw MB:", raw_bytes / 2 ** 20)
     assert max(growth.values()) < limit / 2 ** 20, growth
