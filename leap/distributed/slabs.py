@@ -153,10 +153,8 @@ class SlabPlan:
                 # One task reads its rows and computes: nothing read waits in a worker's
                 # memory for its slab task (a worker holds one slab's data at a time).
                 import dask
-                key = (v, r)
-                job = dask.delayed(_read_then, pure=True)(task, part, g, key,
-                                                          dask_key_name=label + _da_token(
-                                                              part, g.region(key).name))
+                job = dask.delayed(_read_then, pure=True)(
+                    task, part, g, (v, r), dask_key_name=label + _da_token(part, g, (v, r)))
                 blocks.append(da.from_delayed(job, ((z1 - z0), ny, nx), dtype=np.float32))
                 continue
             piece = _region(g, (v, r))
