@@ -38,7 +38,7 @@ import numpy as np
 from ...preprocessing import bad_pixels as _bad_pixels
 from ...preprocessing import deblur as _deblur
 from ...preprocessing import rings as _rings
-from ...preprocessing.flat_field import MIN_TRANSMISSION as _MIN_TRANSMISSION
+from ...preprocessing.flat_field import MIN_TRANSMISSION  # the floor before -log, LEAP 2^-16
 from ...preprocessing.flat_field import (apply_two_point_gain, fill_nonpositive, flat_dark_ratio,
                                          normalize_dose, replace_nonpositive, shift_transmission,
                                          two_point_gain)
@@ -60,10 +60,6 @@ __all__ = ["gain_correction", "makeAttenuationRadiographs", "badPixelCorrection"
            "find_centerCol_and_tiltAngle", "find_tau_and_tiltAngle", "geometric_calibration",
            "find_centerCol_or_tau_bowtie", "bowtie_alignment_metric", "parameter_sweep",
            "entropy", "MTF", "ball_phantom_calibration"]
-
-#: Transmission floor before −log in makeAttenuationRadiographs and transmission_shift.
-MIN_TRANSMISSION = _MIN_TRANSMISSION
-
 
 def _model(leapct):
     return _default_model() if leapct is None else leapct
