@@ -105,7 +105,6 @@ class BaseProjector(torch.nn.Module):
         self.use_gpu = bool(use_gpu)
         self.gpu_device = gpu_device
         self.leapct = tomographicModels()
-        self._register()
         if self.use_gpu:
             if torch.cuda.is_available():
                 self.set_gpu(gpu_device if gpu_device is not None else "cuda")
@@ -115,21 +114,18 @@ class BaseProjector(torch.nn.Module):
                 self.use_gpu = False
                 self.gpu_device = torch.device("cpu")
 
-    def _register(self):
-        # The module's id is its facade's model id (LEAP: ``self.param_id =
-        # self.leapct.param_id``); the named Functions find the model by it.
-        self.param_id = self.leapct.param_id
+    @property
+    def param_id(self) -> int:
+        """The module's id: its facade's model id (LEAP: ``self.param_id =
+        self.leapct.param_id``), by which the named Functions find the model. A copy
+        (copy.deepcopy, pickle) has its own facade, a new model, so its own id."""
+        return self.leapct.param_id
 
     @property
     def param_id_t(self) -> torch.Tensor:
         """``param_id`` as a tensor (on ``gpu_device`` when ``use_gpu``), as upstream has it."""
         dev = self.gpu_device if self.use_gpu and self.gpu_device is not None else "cpu"
         return torch.tensor(self.param_id, device=dev)
-
-    def __setstate__(self, state):
-        # A copy (copy.deepcopy, pickle) has its own facade, a new model with its own id.
-        super().__setstate__(state)
-        self._register()
 
     # ------------------------------------------------------------------ calls
     def _run(self, kind: str, input):
