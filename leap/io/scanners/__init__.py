@@ -6,40 +6,32 @@ One module per format, each a small, documented mapping from the vendor's keys a
 conventions to leap's geometry, naming the document or public reader its conventions
 come from. Each has ``detect(path) -> bool`` (cheap: a file name, a header, a group in
 an HDF5 file) and ``open_scan(path, **options) -> Scan``. Optional dependencies
-(``pydicom``, ``olefile``, ``h5py``, ``tifffile``; the ``io`` extra) are imported only by
-the reader that needs them.
+(``olefile``, ``h5py``, ``tifffile``; the ``io`` extra) are imported only by the reader
+that needs them.
 """
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
-           "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
-           "dicom-ct-pd": "dicom_ct_pd", "dicom_ct_pd": "dicom_ct_pd"}
+           "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss"}
 
 
 def _reader(name):
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def available_readers() -> tuple:
-    """The reader modules of ``READERS`` present in this installation."""
-    return tuple(n for n in READERS
-                 if importlib.util.find_spec(f"{__name__}.{n}") is not None)
-
-
 def open_scan(path, format: str | None = None, **options) -> Scan:
     """Read the scan at ``path`` (a file or a directory, as the format keeps it).
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
-    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'dicom-ct-pd'); ``options`` go to the
+    'skyscan', 'nxtomo', 'dxchange', 'zeiss'); ``options`` go to the
     reader (see each reader's ``open_scan``). Nothing of the projections is read: the
     returned :class:`Scan` holds lazy sources. Raises FileNotFoundError for a path that
     does not exist and ValueError naming the formats tried when none recognises it.
@@ -54,7 +46,7 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
                              f"{', '.join(sorted(set(FORMATS)))}")
         return _reader(FORMATS[key]).open_scan(path, **options)
     tried = []
-    for name in available_readers():
+    for name in READERS:
         reader = _reader(name)
         tried.append(name)
         if reader.detect(path):
@@ -63,4 +55,4 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
                      "name the format with format= if it is one of them")
 
 
-__all__ = ["Scan", "open_scan", "READERS", "FORMATS", "available_readers"]
+__all__ = ["Scan", "open_scan", "READERS", "FORMATS"]

@@ -48,8 +48,7 @@ class Scan:
     metadata : dict
         The vendor's keys and values as read (strings or numbers).
     format : str
-        The reader's name ('nikon', 'skyscan', 'nxtomo', 'dxchange', 'zeiss',
-        'dicom-ct-pd').
+        The reader's name ('nikon', 'skyscan', 'nxtomo', 'dxchange', 'zeiss').
     path : str
         The file or directory the scan was opened from.
     flat_positions, dark_positions : (k,) float64 or None
