@@ -116,8 +116,8 @@ class BaseProjector(torch.nn.Module):
 
     @property
     def param_id(self) -> int:
-        """The module's id: its facade's model id (LEAP: ``self.param_id =
-        self.leapct.param_id``), by which the named Functions find the model. A copy
+        """The module's id, which is its facade's model id (as LEAP sets ``self.param_id =
+        self.leapct.param_id``); the named Functions find the model by it. A copy
         (copy.deepcopy, pickle) has its own facade, a new model, so its own id."""
         return self.leapct.param_id
 
