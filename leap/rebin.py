@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ParallelBeam
+from .geometry.cone import check_no_source_shifts
 from .weights import angular_range_degrees
 
 
@@ -137,6 +138,7 @@ def _stencil_matrix(positions, n, order, n_bound=None, closest_fallback=False, c
 
 
 def _check_projections(geometry, g):
+    check_no_source_shifts(geometry, "rebinning")
     if not isinstance(g, np.ndarray) or g.dtype != np.float32 or not g.flags.c_contiguous:
         raise TypeError("g must be a C-contiguous float32 numpy.ndarray of shape "
                         f"{geometry.projection_shape}")
@@ -219,6 +221,7 @@ def _fan_to_parallel_plan(geometry, na, nc, order, name, stacklevel):
     views wrap around (full scans) or are cut to the fully measured ones (``n_new``
     views from ``phi0_new``), the orbit radius R = √(sod² + τ²), the fan-angle column
     coordinates ``u`` and the parallel column spacing ``T_s`` and start ``s0``."""
+    check_no_source_shifts(geometry, "rebinning")
     d = geometry.detector
     order = _order(order)
     phis = geometry.angles

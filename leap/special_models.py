@@ -61,8 +61,10 @@ def _symmetric_args(geometry, volume, axis_deg):
     if abs(sb) < 1e-4:     # as LEAP: treat tiny tilts as none
         cb, sb = 1.0, 0.0
     if isinstance(geometry, ConeBeam):
-        if d.curved or geometry.tilt != 0.0 or geometry.is_helical:
-            raise ValueError("symmetric objects need a flat, untilted, non-helical cone beam")
+        if (d.curved or geometry.tilt != 0.0 or geometry.is_helical
+                or geometry.source_shifts is not None):
+            raise ValueError("symmetric objects need a flat, untilted, non-helical cone beam "
+                             "without flying-focal-spot source shifts")
         m = 1.0 / geometry.sdd
         kind, sod, tau = _sym.CONE, geometry.sod, geometry.tau
     else:

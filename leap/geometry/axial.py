@@ -39,6 +39,12 @@ class AxialViews(NamedTuple):
     sod : float, cone-parallel only: orbit radius, mm (0 otherwise).
     helical_pitch : float, cone-parallel only: mm/rad; a ray of lateral coordinate s
         has its source at ``source_z + helical_pitch·asin(s/sod)`` (0 otherwise).
+    focus : (num_angles, 3) or None, curved cone beams with a flying focal spot only:
+        the source's offset from the detector cylinder's axis (the focal centre) along
+        ``col_dir``, along ``ray_dir`` and along z, mm. The column of a point is then the
+        angle, seen from the focal centre, of where the ray from the source through it
+        meets the cylinder of radius sdd, and its row the height of that point above the
+        focal centre (:func:`leap.kernels.footprints.axial_column_footprint`).
     """
 
     col_dir: np.ndarray
@@ -50,6 +56,7 @@ class AxialViews(NamedTuple):
     fov_radius: float
     sod: float = 0.0
     helical_pitch: float = 0.0
+    focus: np.ndarray | None = None
 
 
 class VerticalModules(NamedTuple):

@@ -37,7 +37,8 @@ class ScanGeometry:
         """The same geometry restricted to some views (an int, slice or index array)."""
         if isinstance(views, (int, np.integer)):
             views = slice(int(views), int(views) + 1 if views != -1 else None)
-        changes = {name: np.asarray(getattr(self, name))[views] for name in self._view_fields}
+        changes = {name: np.asarray(getattr(self, name))[views] for name in self._view_fields
+                   if getattr(self, name) is not None}
         return dataclasses.replace(self, **changes)
 
     def cropped(self, row_start: int, row_stop: int, col_start: int, col_stop: int):
@@ -60,6 +61,9 @@ class ScanGeometry:
         """The same scan with ``num_angles`` views spread evenly over its angular range
         (:func:`leap.geometry.angles.respaced_angles`: LEAP's range, from the first angle,
         in the same direction; one view stands for a full turn)."""
+        if getattr(self, "source_shifts", None) is not None:
+            raise ValueError("the views of a scan with flying-focal-spot source_shifts cannot "
+                             "be respaced: each measured view has its own source position")
         return self.with_changes(angles=respaced_angles(self.angles, num_angles))
 
     def resized(self, num_rows: int | None = None, num_cols: int | None = None):
@@ -105,7 +109,10 @@ class ScanGeometry:
             return NotImplemented
         for f in dataclasses.fields(self):
             a, b = getattr(self, f.name), getattr(other, f.name)
-            if isinstance(a, np.ndarray):
+            if a is None or b is None:
+                if a is not b:
+                    return False
+            elif isinstance(a, np.ndarray):
                 if a.shape != np.shape(b) or not np.allclose(a, b, rtol=1e-9, atol=1e-9):
                     return False
             elif isinstance(a, float):

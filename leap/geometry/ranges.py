@@ -72,6 +72,12 @@ def _source_z_span(geometry) -> tuple[float, float]:
         reach = abs(geometry.helical_pitch) * (math.asin(min(1.0, smax / geometry.sod))
                                                + abs(math.asin(geometry.tau / geometry.sod)))
         lo, hi = lo - reach, hi + reach
+    shifts = getattr(geometry, "source_shifts", None)
+    if shifts is not None:
+        # A flying focal spot moves the rays' origin by Δz off the focal centre that
+        # carries the detector, and the rows by up to Δz more: twice as wide a margin.
+        dz = 2.0 * float(np.max(np.abs(shifts[:, 1])))
+        lo, hi = lo - dz, hi + dz
     return lo, hi
 
 
@@ -81,7 +87,14 @@ def _distances(geometry, radius: float, voxel_width: float) -> tuple[float, floa
     near = geometry.sod - radius - voxel_width
     if isinstance(geometry, ConeParallelBeam):   # rays start at √(sod² − s²) from the axis
         near = math.sqrt(max(geometry.sod ** 2 - radius ** 2, 0.0)) - radius - voxel_width
-    return near, geometry.sod + radius + voxel_width
+    far = geometry.sod + radius + voxel_width
+    shifts = getattr(geometry, "source_shifts", None)
+    if shifts is not None:
+        # A flying focal spot: the source is up to |Δρ| + (sod + Δρ)·|Δψ| off the orbit.
+        off = float(np.max(np.abs(shifts[:, 2]) + (geometry.sod + np.abs(shifts[:, 2]))
+                           * np.abs(shifts[:, 0])))
+        near, far = near - off, far + off
+    return near, far
 
 
 def _clocking(geometry) -> float:
@@ -253,12 +266,11 @@ def view_range(geometry, volume: Volume, fov_radius: float, first: int = 0,
     src = [z - dist * vv for z in (z_lo, z_hi) for dist in (near, far) for vv in (v_lo, v_hi)]
     zc = geometry.source_z() - geometry.helical_pitch * (geometry.angles - geometry.helical_mid_angle)
     # z_s(ψ) = h·(ψ − ψ_mid) + const: invert for the angles, then for the view indices;
-    # cone-parallel rays leave the helix up to |h|·asin(s_max/sod) away from it.
-    reach = 0.0
-    if isinstance(geometry, ConeParallelBeam):
-        lo_z, hi_z = _source_z_span(geometry)
-        reach = max(abs(lo_z - float(geometry.source_z().min())),
-                    abs(hi_z - float(geometry.source_z().max())))
+    # cone-parallel rays leave the helix up to |h|·asin(s_max/sod) away from it, a
+    # flying focal spot's up to its Δz (the margins of _source_z_span).
+    lo_z, hi_z = _source_z_span(geometry)
+    reach = max(abs(lo_z - float(geometry.source_z().min())),
+                abs(hi_z - float(geometry.source_z().max())))
     h = geometry.helical_pitch
     lo_s, hi_s = min(src) - reach - float(zc[0]), max(src) + reach - float(zc[0])
     a = phi_index(geometry.angles, lo_s / h + geometry.helical_mid_angle)

@@ -54,7 +54,8 @@ def pixel_positions(geometry, parallel_distance: float = 0.0) -> np.ndarray:
     """Centres of the detector pixels in space, (num_angles, num_rows, num_cols, 3), mm.
 
     Flat detectors (modular modules included): the pixel centres on the detector plane;
-    curved detectors: on the cylinder of radius sdd about the source. Fan beams: each
+    curved detectors: on the cylinder of radius sdd about the source (about the focal
+    centre with a flying focal spot, :attr:`ConeBeam.source_shifts`). Fan beams: each
     row's pixels at that row's height. Cone-parallel beams: each column's pixels at depth
     sdd from that column's source along the view's central direction. Parallel beams have
     no detector distance: their pixels are placed ``parallel_distance`` mm along the rays
@@ -74,7 +75,9 @@ def _ray_vectors(geometry, oversampling: int = 1, spacing=None):
     off = _sub_offsets(oversampling, spacing)
     du, dv = np.meshgrid(off, off, indexing="ij")
     du, dv = du.ravel(), dv.ravel()                       # (m,)
-    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
+    if isinstance(geometry, ConeBeam) and (
+            geometry.tilt != 0.0
+            or (geometry.source_shifts is not None and not geometry.detector.curved)):
         geometry = geometry.to_modular()
     d = geometry.detector
     cols = np.arange(d.num_cols)[None, :, None] + du[None, None, :]   # (1, nc, m)
@@ -125,8 +128,15 @@ def _ray_vectors(geometry, oversampling: int = 1, spacing=None):
         # Each row is a fan in the plane z = t: source and pixel at the row's height.
         org = np.broadcast_to(src + t[None, ..., None] * zhat, shape)
         return org, np.broadcast_to(in_plane, shape), 1.0
+    to_pixel = in_plane + t[None, ..., None] * zhat
+    if isinstance(geometry, ConeBeam) and geometry.source_shifts is not None:
+        # Flying focal spot: the detector stays about the focal centre (src), the rays
+        # leave the shifted source.
+        shifted = geometry.source_positions()[:, None, None, None, :]
+        return np.broadcast_to(shifted, shape), np.broadcast_to(src + to_pixel - shifted,
+                                                                shape), 1.0
     org = np.broadcast_to(src, shape)
-    return org, np.broadcast_to(in_plane + t[None, ..., None] * zhat, shape), 1.0
+    return org, np.broadcast_to(to_pixel, shape), 1.0
 
 
 def _normalised(origins, directions):

@@ -34,7 +34,7 @@ def overlap(a0, a1, b0, b1):
 
 
 def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
-                           pixel_width, center_col):
+                           pixel_width, center_col, ox, oy):
     """In-plane footprint of the voxel column centred at (x, y) for one axial view.
 
     Parameters
@@ -42,8 +42,14 @@ def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
     x, y : voxel-column centre, mm.
     cx, cy : column unit vector θ⊥ of the view; rays run along (−cy, cx).
     sx, sy : in-plane source position, mm (ignored for parallel beams).
-    sdd : source-to-detector distance, mm.
+    sdd : source-to-detector distance, mm (curved: the cylinder's radius).
     model : PARALLEL, FLAT or CURVED.
+    ox, oy : curved detectors with a flying focal spot: the source's offset from the
+        cylinder's axis (the focal centre) along θ⊥ and along the rays, mm (0, 0: the
+        cylinder is about the source). A ray leaving the source with lateral slope u
+        meets the cylinder after the in-plane distance ``t = −b + √(b² − |o|² + sdd²)``,
+        ``b = (ox·u + oy)/√(1 + u²)``, at the point ``o + t·(u, 1)/√(1 + u²)``, whose angle
+        seen from the focal centre is the column coordinate; z is magnified by t/ρ.
 
     Returns
     -------
@@ -90,9 +96,25 @@ def axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model, voxel_width,
     rho = math.sqrt(dx * dx + dy * dy)
     if model == CURVED:
         scale = 1.0 / math.atan(pixel_width / sdd)
-        c0 = math.atan(u0) * scale + center_col
-        c1 = math.atan(u1) * scale + center_col
-        dist = rho
+        if ox == 0.0 and oy == 0.0:
+            c0 = math.atan(u0) * scale + center_col
+            c1 = math.atan(u1) * scale + center_col
+            dist = rho
+        else:
+            # The end points' rays and the centre's (written out: device functions
+            # cannot call plain helpers, see make_axial_footprint).
+            q = ox * ox + oy * oy - sdd * sdd
+            n = math.sqrt(1.0 + u0 * u0)
+            b = (ox * u0 + oy) / n
+            t = math.sqrt(b * b - q) - b
+            c0 = math.atan2(ox + t * u0 / n, oy + t / n) * scale + center_col
+            n = math.sqrt(1.0 + u1 * u1)
+            b = (ox * u1 + oy) / n
+            t = math.sqrt(b * b - q) - b
+            c1 = math.atan2(ox + t * u1 / n, oy + t / n) * scale + center_col
+            # Rows: the centre's ray reaches the cylinder after t = rho·sdd/dist.
+            b = (ox * lateral + oy * depth) / rho
+            dist = rho * sdd / (math.sqrt(b * b - q) - b)
     else:
         scale = sdd / pixel_width
         c0 = u0 * scale + center_col
@@ -345,16 +367,17 @@ def make_axial_footprint(jit, parallel_column_footprint, cone_parallel_distance,
     :func:`make_modular_kernels` for why composites are built per target).
 
     Returns ``axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-    sdd, sod, pitch, voxel_width, pixel_width, center_col)`` → ``(c_lo, c_hi, weight,
+    sdd, sod, pitch, voxel_width, pixel_width, center_col, ox, oy)`` → ``(c_lo, c_hi, weight,
     dist, dz)`` for the voxel column at (x, y): parallel and cone-parallel beams use the
     per-view constants (cxp, cyp, half_p, par_weight from
     :func:`parallel_view_constants`) and cone-parallel adds its row distance and helical
     source offset dz (:func:`cone_parallel_distance`); divergent beams use
-    :func:`axial_column_footprint` (dz = 0).
+    :func:`axial_column_footprint` (dz = 0; ``ox, oy`` the curved detector's focus
+    offsets, 0 for every other beam).
     """
     @jit
     def axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
-                        pitch, voxel_width, pixel_width, center_col):
+                        pitch, voxel_width, pixel_width, center_col, ox, oy):
         if model == PARALLEL or model == CONE_PARALLEL:
             c_lo, c_hi = parallel_column_footprint(x, y, cxp, cyp, half_p, center_col)
             if model == PARALLEL:
@@ -362,7 +385,8 @@ def make_axial_footprint(jit, parallel_column_footprint, cone_parallel_distance,
             dist, dz = cone_parallel_distance(x, y, cx, cy, sod, pitch)
             return c_lo, c_hi, par_weight, dist, dz
         c_lo, c_hi, weight, dist = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, model,
-                                                          voxel_width, pixel_width, center_col)
+                                                          voxel_width, pixel_width, center_col,
+                                                          ox, oy)
         return c_lo, c_hi, weight, dist, 0.0
 
     return axial_footprint

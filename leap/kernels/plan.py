@@ -64,7 +64,8 @@ class Plan:
             return dataclasses.replace(self, geometry=geo, slice_weights=sw, vertical=vm)
         v = self.views
         views = v._replace(col_dir=v.col_dir[a0:a1], source_xy=v.source_xy[a0:a1],
-                           source_z=v.source_z[a0:a1])
+                           source_z=v.source_z[a0:a1],
+                           focus=None if v.focus is None else v.focus[a0:a1])
         return dataclasses.replace(self, views=views, slice_weights=sw)
 
     def scalars(self, z0: float | None = None) -> SimpleNamespace:
@@ -80,8 +81,11 @@ class Plan:
 
 
 def kernel_form(geometry):
-    """The geometry as the kernels take it: tilted cones go through their modular form."""
-    if isinstance(geometry, ConeBeam) and geometry.tilt != 0.0:
+    """The geometry as the kernels take it: tilted cones, and flat cones with a flying
+    focal spot, go through their modular form."""
+    if isinstance(geometry, ConeBeam) and (
+            geometry.tilt != 0.0
+            or (geometry.source_shifts is not None and not geometry.detector.curved)):
         return geometry.to_modular()
     return geometry
 

@@ -44,7 +44,7 @@ def _kernel_backproject(plan, g, views, row_shift):
     G = launch.prepare_projections(plan, g)[views]
     f = np.empty(plan.volume.shape, dtype=np.float32)
     axial.backproject(np.ascontiguousarray(G), f, v.col_dir[views], v.source_xy[views],
-                      v.source_z[views], sdd[views], v.sod, v.helical_pitch, v.column_model,
+                      v.source_z[views], launch._focus(v)[views], sdd[views], v.sod, v.helical_pitch, v.column_model,
                       v.magnify_z, fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
                       s.pixel_width, s.pixel_height, center_col[views],
                       (center_row + row_shift)[views], s.dist_sod, np.zeros((0, 0)), stretch,

@@ -55,7 +55,15 @@ FULL = np.linspace(0, 2 * np.pi, 4, endpoint=False)
 
 def geometries(angles=ANG):
     cone = leap.ConeBeam(detector=DET, angles=angles, sod=20.0, sdd=40.0)
+    # Flying focal spot: alternating in-plane and z shifts (exaggerated: 0.5 mm, 0.4 mm).
+    sign = np.where(np.arange(len(angles)) % 2, 1.0, -1.0)
+    shifts = np.stack([0.025 * sign, 0.4 * sign, 0.3 * sign], axis=1)
     return {
+        "cone_curved_ffs": leap.ConeBeam(detector=DET.with_changes(curved=True), angles=angles,
+                                         sod=20.0, sdd=40.0, helical_pitch=0.3,
+                                         source_shifts=shifts),
+        "cone_flat_ffs": leap.ConeBeam(detector=DET, angles=angles, sod=20.0, sdd=40.0,
+                                       source_shifts=shifts),
         "parallel": leap.ParallelBeam(detector=DET, angles=angles),
         "parallel_2d": leap.ParallelBeam(detector=DET.with_changes(num_rows=1, center_row=0.0),
                                          angles=angles),
@@ -357,9 +365,9 @@ def test_kernels_compile_to_ptx():
         (axial.volume_z_cumsum, (f3, f3)),
         (axial.projection_row_cumsum, (f3, d1, f3)),
         (axial.fill, (f3, float32)),
-        (axial._project, (f3, f3, d2, d2, d1, d1, d2, boolean, d, d, d, int64, boolean)
+        (axial._project, (f3, f3, d2, d2, d1, d2, d1, d2, boolean, d, d, d, int64, boolean)
          + (d,) * 11 + (boolean,)),
-        (axial._backproject, (f3, f3, d2, d2, d1, d2, boolean, d, d, d, int64, boolean)
+        (axial._backproject, (f3, f3, d2, d2, d1, d2, d2, boolean, d, d, d, int64, boolean)
          + (d,) * 11 + (boolean,)),
         (modular._project, (f3, f3, d2, d2, d2, d2) + (d,) * 7),
         (modular._backproject, (f3, f3, d2, d2, d2, d2) + (d,) * 7 + (boolean,)),

@@ -58,14 +58,17 @@ from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
 # General axial kernels.
 
 @numba.njit(**FAST_JIT)
-def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, magnify_z, fov_r2,
+def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, model, magnify_z,
+                  fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                   center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2):
     """One view of the general projector into ``ga`` (nrows, ncols), S =
     volume_z_cumsum(f) (ny, nx, nz + 1).
 
     acc : (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)) float64 scratch, E :
-    (nrows + 1,) scratch.
+    (nrows + 1,) scratch. ``ox, oy``: the curved detector's focus offsets
+    (:func:`~leap.kernels.footprints.axial_column_footprint`; 0 without a flying focal
+    spot, whose z offset is in ``center_row``).
     The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
     view by ``fbp_distance_weight`` (fan: sod/(sod − x·θ), cone-parallel: D/sod); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
     (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
@@ -94,7 +97,7 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
             x = x0 + ix * voxel_width
             c_lo, c_hi, weight, dist, dz = axial_footprint(
                 model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-                voxel_width, pixel_width, center_col)
+                voxel_width, pixel_width, center_col, ox, oy)
             if dist <= 0.0:
                 continue
             if dist_sod > 0.0:
@@ -141,8 +144,8 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, sdd, sod, pitch, model, mag
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
-def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
-            x0, y0, z0, voxel_width, voxel_height,
+def project(S, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
+            fov_r2, x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
             stretch, threads, direct):
     """Forward projection into g from S = volume_z_cumsum(f) (ny, nx, nz + 1) float32, one
@@ -154,7 +157,9 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
     beams: :func:`leap.kernels.cpu.axial_slice.project`.
 
     g : (na, nrows, ncols) float32, overwritten.
-    col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm;
+    col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm; focus :
+    (na, 2) float64, the curved detector's focus offsets along the column axis and the
+    rays, mm (zeros without a flying focal spot; :class:`~leap.geometry.axial.AxialViews`);
     center_col, center_row : (na,) float64, fractional pixels (per view: vertical
     modular modules have their own). row_factor : (nrows,) float64. ``stretch``: the
     modular model's per-voxel ray stretch instead of row_factor's per-row one.
@@ -186,8 +191,8 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_
         E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
-                      source_xy[a, 1], source_z[a], sdd[a], sod, pitch, model, magnify_z,
-                      fov_r2,
+                      source_xy[a, 1], source_z[a], focus[a, 0], focus[a, 1], sdd[a], sod,
+                      pitch, model, magnify_z, fov_r2,
                       x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                       center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
                       cumw, W, D2)
@@ -209,7 +214,7 @@ def tile_edge(nz, ny, nx, threads):
 
 @numba.njit(**FAST_JIT)
 def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
-                      sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
+                      focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
                       voxel_height, pixel_width, pixel_height, center_col, center_row,
                       dist_sod, slice_w, stretch, direct):
     """Back-project all views into a tile of voxel columns: ``slab`` (ty, tx, nz) float64
@@ -290,6 +295,8 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         cy = col_dir[a, 1]
         sx = source_xy[a, 0]
         sy = source_xy[a, 1]
+        ox = focus[a, 0]
+        oy = focus[a, 1]
         ccol = center_col[a]
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         if stretch:
@@ -303,7 +310,7 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                 x = x0 + ix * voxel_width
                 c_lo, c_hi, weight, dist, dz = axial_footprint(
                     model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
-                    pitch, voxel_width, pixel_width, ccol)
+                    pitch, voxel_width, pixel_width, ccol, ox, oy)
                 if dist <= 0.0:
                     continue
                 if dist_sod > 0.0:
@@ -360,8 +367,8 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
 
 
 @numba.njit(**FAST_PARALLEL_JIT)
-def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magnify_z, fov_r2,
-                x0, y0, z0, voxel_width, voxel_height,
+def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
+                fov_r2, x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
                 stretch, threads, direct):
     """Matched back-projection into f from G = projection_row_cumsum(g), (na, GUARD_LO +
@@ -392,7 +399,7 @@ def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, magn
         slab = np.empty((ty, tx, nz), dtype=np.float64)
         E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
         _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
-                          sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
+                          focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
                           voxel_height, pixel_width, pixel_height, center_col, center_row,
                           dist_sod, slice_w, stretch, direct)
         for k in range(nz):

@@ -75,7 +75,7 @@ def _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par
         x = x0 + ix * voxel_width
         c_lo, c_hi, weight, dist, dz = axial_footprint(
             model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-            voxel_width, pixel_width, center_col)
+            voxel_width, pixel_width, center_col, 0.0, 0.0)
         if distance_weight:
             weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
         weight = weight if dist > 0.0 else 0.0

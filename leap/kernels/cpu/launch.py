@@ -24,14 +24,26 @@ _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
 def _axial_form(plan):
     """(views, sdd, center_col, center_row, fov_r2, stretch) for the axial kernels, the
-    three middle ones per view, (num_angles,) float64."""
+    three middle ones per view, (num_angles,) float64. A flying focal spot's z offsets
+    (``views.focus``) move each view's detector centre: its rows are counted from the
+    focal centre, ``oz`` below the source."""
     if plan.vertical is not None:
         vm = plan.vertical
         return vm.views, vm.sdd, vm.center_col, vm.center_row, np.inf, True
     views, d = plan.views, plan.geometry.detector
     n = views.source_z.shape[0]
+    center_row = np.full(n, float(d.center_row))
+    if views.focus is not None:
+        center_row += views.focus[:, 2] / d.pixel_height
     return (views, np.full(n, float(views.sdd)), np.full(n, float(d.center_col)),
-            np.full(n, float(d.center_row)), plan.fov_r2, False)
+            center_row, plan.fov_r2, False)
+
+
+def _focus(views) -> np.ndarray:
+    """The views' in-plane focus offsets (num_angles, 2) float64 (zeros without)."""
+    if views.focus is None:
+        return np.zeros((views.source_z.shape[0], 2))
+    return np.ascontiguousarray(views.focus[:, :2])
 
 
 def uses_axial_kernels(plan) -> bool:
@@ -81,7 +93,7 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
     direct = direct_rows(plan)
     S = columns.volume_z_columns(f) if direct else columns.volume_z_cumsum(f)
     axial.project(S, g, views.col_dir, views.source_xy,
-                  views.source_z, sdd, views.sod, views.helical_pitch,
+                  views.source_z, _focus(views), sdd, views.sod, views.helical_pitch,
                   views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                   s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
                   center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch,
@@ -146,7 +158,7 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
         return f
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
     axial.backproject(G, f, views.col_dir,
-                      views.source_xy, views.source_z, sdd, views.sod,
+                      views.source_xy, views.source_z, _focus(views), sdd, views.sod,
                       views.helical_pitch, views.column_model, views.magnify_z, fov_r2,
                       s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
                       s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch,

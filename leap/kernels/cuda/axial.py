@@ -102,10 +102,11 @@ def fill(x, value):
 # ------------------------------------------------------------------ projector
 
 @device
-def _edge_line(e, cx, cy, sx, sy, sdd, model, pixel_width, center_col):
+def _edge_line(e, cx, cy, sx, sy, sdd, model, pixel_width, center_col, ox, oy):
     """The in-plane line on which column coordinate ``e`` (fractional pixels) is
     constant: a point (px, py) and a direction (dx, dy), the inverse of the column
-    mapping of ``axial_column_footprint`` (rays run along r = (−cy, cx))."""
+    mapping of ``axial_column_footprint`` (rays run along r = (−cy, cx); ``ox, oy`` the
+    curved detector's focus offsets)."""
     if model == PARALLEL or model == CONE_PARALLEL:
         s = (e - center_col) * pixel_width
         return s * cx, s * cy, -cy, cx
@@ -113,6 +114,11 @@ def _edge_line(e, cx, cy, sx, sy, sdd, model, pixel_width, center_col):
         ang = (e - center_col) * math.atan(pixel_width / sdd)
         # Columns at or beyond ±90° see nothing in front of the source.
         ang = min(max(ang, -1.5707), 1.5707)
+        if ox != 0.0 or oy != 0.0:
+            # From the source to the column's point on the cylinder about the focal centre.
+            lat = sdd * math.sin(ang) - ox
+            dep = sdd * math.cos(ang) - oy
+            return sx, sy, -cy * dep + lat * cx, cx * dep + lat * cy
         u = math.tan(ang)
     else:
         u = (e - center_col) * pixel_width / sdd
@@ -164,8 +170,8 @@ def _weighted_cumulative(cum, sw, a, nz, q, kc, run):
 
 
 @cuda.jit(**KERNEL)
-def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, sdd, sod, pitch,
-             model,
+def _project(S, g, col_dir, source_xy, source_z, focus, row_factor, slice_w, weighted, sdd, sod,
+             pitch, model,
              magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
              pixel_height, center_col, center_row, dist_sod, accumulate):
     """Projection of S's volume into g (na, nrows, ncols): a gather, one thread per
@@ -191,11 +197,17 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
     sx = source_xy[a, 0]
     sy = source_xy[a, 1]
     zs = source_z[a]
+    ox = focus[a, 0]
+    oy = focus[a, 1]
+    # A flying focal spot's rows are counted from the focal centre (launch._axial_form).
+    crow = center_row + focus[a, 2] / pixel_height
     cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
     c0 = i - 0.5
     c1 = i + 0.5
-    plx, ply, dlx, dly = _edge_line(c0, cx, cy, sx, sy, sdd, model, pixel_width, center_col)
-    phx, phy, dhx, dhy = _edge_line(c1, cx, cy, sx, sy, sdd, model, pixel_width, center_col)
+    plx, ply, dlx, dly = _edge_line(c0, cx, cy, sx, sy, sdd, model, pixel_width, center_col,
+                                    ox, oy)
+    phx, phy, dhx, dhy = _edge_line(c1, cx, cy, sx, sy, sdd, model, pixel_width, center_col,
+                                    ox, oy)
     y_major = abs(dlx + dhx) <= abs(dly + dhy)
     half = 0.5 * voxel_width
     n_band = ny if y_major else nx
@@ -215,7 +227,8 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
                 continue
             c_lo, c_hi, weight, dist, dz = axial_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp,
                                                       half_p, par_weight, sdd, sod, pitch,
-                                                      voxel_width, pixel_width, center_col)
+                                                      voxel_width, pixel_width, center_col,
+                                                      ox, oy)
             if dist <= 0.0:
                 continue
             w = overlap(c_lo, c_hi, c0, c1)
@@ -224,7 +237,7 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
             if dist_sod > 0.0:
                 weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
             A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
-                                      pixel_height, center_row)
+                                      pixel_height, crow)
             # Rows the column covers, ∩ this thread's rows: row j gets
             # B·(E(j + 1) − E(j)), E(t) the cumulative integral at row edge t − ½.
             t0 = max(float(js), math.floor(A + 0.5))
@@ -259,7 +272,8 @@ def _project(S, g, col_dir, source_xy, source_z, row_factor, slice_w, weighted, 
 # ------------------------------------------------------------------ back-projector
 
 @cuda.jit(**KERNEL)
-def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod, pitch, model,
+def _backproject(G, f, col_dir, source_xy, source_z, focus, slice_w, weighted, sdd, sod, pitch,
+                 model,
                  magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                  pixel_height, center_col, center_row, dist_sod, accumulate):
     """Back-project G's views into f (nz, ny, nx): thread (ix, iy, block of KBLOCK slices)."""
@@ -281,12 +295,14 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
         cx = col_dir[a, 0]
         cy = col_dir[a, 1]
         zs = source_z[a]
+        crow = center_row + focus[a, 2] / pixel_height
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
         c_lo, c_hi, weight, dist, dz = axial_footprint(model, x, y, cx, cy, source_xy[a, 0],
                                                   source_xy[a, 1], cxp, cyp, half_p,
                                                   par_weight, sdd, sod, pitch, voxel_width,
-                                                  pixel_width, center_col)
+                                                  pixel_width, center_col, focus[a, 0],
+                                                  focus[a, 1])
         if dist <= 0.0:
             continue
         if dist_sod > 0.0:
@@ -295,7 +311,7 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
         if i0 > i1:
             continue
         A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
-                                  center_row)
+                                  crow)
         direct, shift = direct_shift(magnify_z, A, B)
         if direct:
             k0 = max(ks, -shift)
@@ -310,7 +326,7 @@ def _backproject(G, f, col_dir, source_xy, source_z, slice_w, weighted, sdd, sod
             continue
         if magnify_z:
             A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
-                                      pixel_height, center_row)
+                                      pixel_height, crow)
         kb0 = int(max(math.floor(max((-0.5 - A) * inv_b, -1.0)), float(ks)))
         kb1 = int(min(math.ceil(min((nrows - 0.5 - A) * inv_b, nz + 1.0)), float(ke)))
         if kb0 >= kb1:
@@ -345,9 +361,13 @@ def _slice_weights(sw, stream):
 
 
 def _views(v, stream):
+    """The per-view arrays on the device: col_dir, source_xy, source_z and the focus
+    offsets (zeros without a flying focal spot)."""
+    focus = np.zeros((v.source_z.shape[0], 3)) if v.focus is None else v.focus
     return (cuda.to_device(np.ascontiguousarray(v.col_dir, dtype=np.float64), stream=stream),
             cuda.to_device(np.ascontiguousarray(v.source_xy, dtype=np.float64), stream=stream),
-            cuda.to_device(np.ascontiguousarray(v.source_z, dtype=np.float64), stream=stream))
+            cuda.to_device(np.ascontiguousarray(v.source_z, dtype=np.float64), stream=stream),
+            cuda.to_device(np.ascontiguousarray(focus, dtype=np.float64), stream=stream))
 
 
 def zero(x, stream):
@@ -381,13 +401,13 @@ def project(S, g, views, p, row_factor, slice_weights, stream, *, accumulate=Fal
     na, nrows, ncols = g.shape
     if na == 0 or nrows == 0:
         return
-    col_dir, source_xy, source_z = _views(views, stream)
+    col_dir, source_xy, source_z, focus = _views(views, stream)
     rf = cuda.to_device(np.ascontiguousarray(row_factor, dtype=np.float64), stream=stream)
     sw, weighted = _slice_weights(slice_weights, stream)
     grid = (blocks(ncols, BLOCK_3D[0]), blocks(blocks(nrows, RBLOCK), BLOCK_3D[1]),
             blocks(na, BLOCK_3D[2]))
     _project[grid, BLOCK_3D, stream](
-        S, g, col_dir, source_xy, source_z, rf, sw, weighted, float(views.sdd),
+        S, g, col_dir, source_xy, source_z, focus, rf, sw, weighted, float(views.sdd),
         float(views.sod), float(views.helical_pitch),
         int(views.column_model), bool(views.magnify_z), float(p.fov_r2), float(p.x0),
         float(p.y0), float(p.z0), float(p.voxel_width), float(p.voxel_height),
@@ -402,12 +422,12 @@ def backproject(G, f, views, p, slice_weights, stream, *, accumulate=False):
         if not accumulate:
             zero(f, stream)
         return
-    col_dir, source_xy, source_z = _views(views, stream)
+    col_dir, source_xy, source_z, focus = _views(views, stream)
     sw, weighted = _slice_weights(slice_weights, stream)
     grid = (blocks(nx, BLOCK_3D[0]), blocks(ny, BLOCK_3D[1]),
             blocks(blocks(nz, KBLOCK), BLOCK_3D[2]))
     _backproject[grid, BLOCK_3D, stream](
-        G, f, col_dir, source_xy, source_z, sw, weighted, float(views.sdd),
+        G, f, col_dir, source_xy, source_z, focus, sw, weighted, float(views.sdd),
         float(views.sod), float(views.helical_pitch),
         int(views.column_model), bool(views.magnify_z), float(p.fov_r2), float(p.x0),
         float(p.y0), float(p.z0), float(p.voxel_width), float(p.voxel_height),
