@@ -154,7 +154,7 @@ def test_open_scan_refuses_what_it_cannot_read(tmp_path):
     (tmp_path / "notes.txt").write_text("not a scan")
     with pytest.raises(ValueError, match="not a scan leap can read"):
         open_scan(tmp_path / "notes.txt")
-    for name in ("polaroid", "dicom-ct-pd"):          # (DICOM-CT-PD has no reader yet)
+    for name in ("polaroid", "dicom ct"):
         with pytest.raises(ValueError, match="unknown scan format"):
             open_scan(tmp_path / "notes.txt", format=name)
 

@@ -6,8 +6,8 @@ One module per format, each a small, documented mapping from the vendor's keys a
 conventions to leap's geometry, naming the document or public reader its conventions
 come from. Each has ``detect(path) -> bool`` (cheap: a file name, a header, a group in
 an HDF5 file) and ``open_scan(path, **options) -> Scan``. Optional dependencies
-(``olefile``, ``h5py``, ``tifffile``; the ``io`` extra) are imported only by the reader
-that needs them.
+(``olefile``, ``h5py``, ``tifffile``, ``pydicom``; the ``io`` extra) are imported only by
+the reader that needs them.
 """
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ import os
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
-           "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss"}
+           "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
+           "dicom-ct-pd": "dicom_ct_pd", "dicom_ct_pd": "dicom_ct_pd",
+           "dicomctpd": "dicom_ct_pd"}
 
 
 def _reader(name):
@@ -31,7 +33,7 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
     """Read the scan at ``path`` (a file or a directory, as the format keeps it).
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
-    'skyscan', 'nxtomo', 'dxchange', 'zeiss'); ``options`` go to the
+    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'dicom-ct-pd'); ``options`` go to the
     reader (see each reader's ``open_scan``). Nothing of the projections is read: the
     returned :class:`Scan` holds lazy sources. Raises FileNotFoundError for a path that
     does not exist and ValueError naming the formats tried when none recognises it.

@@ -146,7 +146,13 @@ class Scan:
             lines.append(f"  angles as measured: {self.angles[0]:g} to {self.angles[-1]:g} "
                          f"{self.angle_unit}s ({self.angles.size} views, span {span:g})")
         if getattr(g, "is_helical", False):
-            lines.append(f"  helical pitch {g.helical_pitch:g} mm per radian")
+            lines.append(f"  helical pitch {g.helical_pitch:g} mm per radian "
+                         f"(normalised {g.normalized_helical_pitch():.3g})")
+        shifts = getattr(g, "source_shifts", None)
+        if shifts is not None:
+            big = np.abs(shifts).max(axis=0)
+            lines.append(f"  flying focal spot: source shifts up to {big[0]:.3g} rad, "
+                         f"{big[1]:.3g} mm in z, {big[2]:.3g} mm radially")
         v = s.volume
         lines.append(f"  volume: {v.num_x} x {v.num_y} x {v.num_z} voxels of "
                      f"{v.voxel_width:g} x {v.voxel_width:g} x {v.voxel_height:g} mm")
