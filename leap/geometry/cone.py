@@ -104,7 +104,7 @@ class ConeBeam(DivergentBeam):
 
     def source_positions(self) -> np.ndarray:
         """The X-ray source of each view, shape (num_angles, 3), mm: the focal centre
-        (``sod·θ − tau·θ⊥ + z_s ẑ``) moved by :attr:`source_shifts`."""
+        (``sod·θ − tau·θ⊥ + z_s ẑ``) moved by ``source_shifts``."""
         c = column_axes(self.angles)                      # θ⊥
         out = np.zeros((self.num_angles, 3))
         out[:, 2] = self.source_z()
@@ -121,7 +121,7 @@ class ConeBeam(DivergentBeam):
     def focus_offsets(self) -> np.ndarray | None:
         """The source's offset from the focal centre in each view's frame, shape
         (num_angles, 3), mm: along θ⊥ (the column axis), along the ray direction
-        (−θ, from source to detector) and along z; None without :attr:`source_shifts`."""
+        (−θ, from source to detector) and along z; None without ``source_shifts``."""
         if self.source_shifts is None:
             return None
         c = column_axes(self.angles)
@@ -154,7 +154,7 @@ class ConeBeam(DivergentBeam):
         ``(sod − sdd)·θ − tau·θ⊥ + z_s ẑ`` shifted by the detector offsets
         ``((N_cols−1)/2 − center_col)·pixel_width`` along the column vector and
         ``((N_rows−1)/2 − center_row)·pixel_height`` along the row vector. With
-        :attr:`source_shifts` the sources are :meth:`source_positions` and the modules
+        ``source_shifts`` the sources are :meth:`source_positions` and the modules
         stay with the focal centre.
         """
         d = self.detector
@@ -178,7 +178,7 @@ class ConeBeam(DivergentBeam):
                            row_vectors=rows, col_vectors=cols)
 
     def axial_views(self) -> AxialViews:
-        """The axial kernels' form; with :attr:`source_shifts` (curved detectors; flat
+        """The axial kernels' form; with ``source_shifts`` (curved detectors; flat
         ones go through :meth:`to_modular`) the sources are the shifted ones and
         ``focus`` holds :meth:`focus_offsets`."""
         src = self.source_positions()
