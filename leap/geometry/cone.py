@@ -102,7 +102,7 @@ class ConeBeam(DivergentBeam):
             return np.zeros(self.num_angles)
         return self.helical_pitch * (self.angles - self.helical_mid_angle)
 
-    def source_positions(self) -> np.ndarray:
+    def xray_sources(self) -> np.ndarray:
         """The X-ray source of each view, shape (num_angles, 3), mm: the focal centre
         (``sod·θ − tau·θ⊥ + z_s ẑ``) moved by ``source_shifts``."""
         c = column_axes(self.angles)                      # θ⊥
@@ -125,7 +125,7 @@ class ConeBeam(DivergentBeam):
         if self.source_shifts is None:
             return None
         c = column_axes(self.angles)
-        d = self.source_positions()
+        d = self.xray_sources()
         d[:, :2] -= self.source_xy()
         d[:, 2] -= self.source_z()
         lateral = d[:, 0] * c[:, 0] + d[:, 1] * c[:, 1]
@@ -154,7 +154,7 @@ class ConeBeam(DivergentBeam):
         ``(sod − sdd)·θ − tau·θ⊥ + z_s ẑ`` shifted by the detector offsets
         ``((N_cols−1)/2 − center_col)·pixel_width`` along the column vector and
         ``((N_rows−1)/2 − center_row)·pixel_height`` along the row vector. With
-        ``source_shifts`` the sources are :meth:`source_positions` and the modules
+        ``source_shifts`` the sources are :meth:`xray_sources` and the modules
         stay with the focal centre.
         """
         d = self.detector
@@ -168,7 +168,7 @@ class ConeBeam(DivergentBeam):
         cols = c * perp + s * zhat
         rows = -s * perp + c * zhat
         zs = self.source_z()[:, None] * zhat
-        sources = self.source_positions()
+        sources = self.xray_sources()
         h_shift = (0.5 * (d.num_cols - 1) - d.center_col) * d.pixel_width
         v_shift = (0.5 * (d.num_rows - 1) - d.center_row) * d.pixel_height
         centers = ((self.sod - self.sdd) * theta - self.tau * perp + zs
@@ -181,7 +181,7 @@ class ConeBeam(DivergentBeam):
         """The axial kernels' form; with ``source_shifts`` (curved detectors; flat
         ones go through :meth:`to_modular`) the sources are the shifted ones and
         ``focus`` holds :meth:`focus_offsets`."""
-        src = self.source_positions()
+        src = self.xray_sources()
         return AxialViews(column_axes(self.angles), np.ascontiguousarray(src[:, :2]),
                           np.ascontiguousarray(src[:, 2]), self.sdd, self.column_model, True,
                           self.fov_radius(), focus=self.focus_offsets())

@@ -132,7 +132,7 @@ def _ray_vectors(geometry, oversampling: int = 1, spacing=None):
     if isinstance(geometry, ConeBeam) and geometry.source_shifts is not None:
         # Flying focal spot: the detector stays about the focal centre (src), the rays
         # leave the shifted source.
-        shifted = geometry.source_positions()[:, None, None, None, :]
+        shifted = geometry.xray_sources()[:, None, None, None, :]
         return np.broadcast_to(shifted, shape), np.broadcast_to(src + to_pixel - shifted,
                                                                 shape), 1.0
     org = np.broadcast_to(src, shape)

@@ -65,7 +65,7 @@ def test_source_positions_are_the_cylindrical_shifts():
     r = geo.sod + geo.source_shifts[:, 2]
     want = np.stack([r * np.sin(psi), -r * np.cos(psi),
                      geo.source_z() + geo.source_shifts[:, 1]], axis=1)
-    np.testing.assert_allclose(geo.source_positions(), want, atol=1e-12)
+    np.testing.assert_allclose(geo.xray_sources(), want, atol=1e-12)
     # The rays leave the shifted sources; the pixels stay where the unshifted ones are.
     org, _ = pixel_rays(geo)
     np.testing.assert_allclose(org[:, 0, 0, 0], want, atol=1e-12)
@@ -75,7 +75,7 @@ def test_source_positions_are_the_cylindrical_shifts():
     # Flat detectors go through the modular form, with the same sources and modules.
     flat = _geometry(curved=False)
     mod = flat.to_modular()
-    np.testing.assert_allclose(mod.source_positions, flat.source_positions(), atol=1e-12)
+    np.testing.assert_allclose(mod.source_positions, flat.xray_sources(), atol=1e-12)
     np.testing.assert_allclose(mod.module_centers,
                                flat.with_changes(source_shifts=None).to_modular().module_centers)
 
