@@ -12,16 +12,19 @@ The public API is upstream LEAP's ``leaptorch``:
 Volumes are ``(batch, numZ, numY, numX)`` and projections ``(batch, numAngles, numRows,
 numCols)``; the batch size comes from the input and every call returns a new tensor.
 Gradients are exact (matched back-projection; the exact adjoint of FBP) and twice
-differentiable. See :mod:`leap.torch.modules` for the differences from upstream.
+differentiable. :class:`PolychromaticProjector` (:mod:`leap.torch.polychromatic`) maps
+material density maps through a spectrum to the expected log transmission, differentiable
+in the maps, the spectrum and the attenuation coefficients. See :mod:`leap.torch.modules` for the differences from upstream.
 """
 from ..compat import tomographicModels
 from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
                         FBPFunctionGPU, FBPReverseFunctionCPU, FBPReverseFunctionGPU,
                         LinearOperatorFunction, ProjectorFunctionCPU, ProjectorFunctionGPU)
 from .modules import FBP, BaseProjector, Projector
+from .polychromatic import PolychromaticProjector
 
 __all__ = [
-    "BaseProjector", "Projector", "FBP",
+    "BaseProjector", "Projector", "FBP", "PolychromaticProjector",
     "ProjectorFunctionCPU", "ProjectorFunctionGPU",
     "BackProjectorFunctionCPU", "BackProjectorFunctionGPU",
     "FBPFunctionCPU", "FBPFunctionGPU",
