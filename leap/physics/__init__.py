@@ -1,0 +1,17 @@
+"""X-ray physics in the core: cross sections and materials, tube spectra and detector
+responses, beam-hardening and dual-energy correction, scatter. NumPy arrays in and out;
+lengths in mm and energies in keV unless a function says otherwise.
+
+Modules (import them directly; nothing is loaded at ``import leap``):
+
+* :mod:`leap.physics.cross_sections` — elements, compounds, mixtures: mass attenuation
+  and its components, per-electron cross sections, electron density, effective Z;
+* :mod:`leap.physics.materials` — a library of named materials with densities;
+* :mod:`leap.physics.spectra` — X-ray tube spectra, filters, detector responses;
+* :mod:`leap.physics.beam_hardening` — look-up tables and polynomial, single- and
+  two-material beam-hardening correction;
+* :mod:`leap.physics.dual_energy` — basis-material decomposition, PCA bases, SIRZ.
+
+LEAP's companion package XrayPhysics keeps its names in the shim ``xrayphysics.py`` at
+the top of the repository.
+"""
