@@ -16,6 +16,9 @@ from ..preprocessing import bad_pixels as _bad_pixels
 from ..preprocessing import filters as _filters
 from .preprocessing._arrays import check_data, check_radius, check_window, host_view, real
 
+#: The effective atomic number LEAP's convertToRhoeZe gives voxels without attenuation.
+AIR_ZE = 7.31231243248
+
 
 def _low_signal(f, threshold, windowSize, signalThreshold, num_dims):
     with host_view(f, "f") as a:
@@ -141,3 +144,20 @@ class PreprocessingMixin:
             _filters.dual_transfer_function(a, b, _lut(lut), *_grid(sampleRate, firstSample),
                                             out=(a, b))
         return x, y
+
+    def convertToRhoeZe(self, f_L, f_H, sigma_L, sigma_H):
+        """Effective atomic number and electron density from a low- and a high-energy
+        volume in attenuation units (SIRZ, :func:`leap.physics.dual_energy.rhoe_ze`).
+
+        ``sigma_L``/``sigma_H``: the per-electron cross sections of the elements Z = 1…100
+        at the two energies (XrayPhysics' ``sigma_e``). In place, as LEAP: ``f_L`` becomes
+        Ze and ``f_H`` ρe (in the units of μ/σ_e); voxels with a non-positive value get
+        air's Ze (7.31) and ρe = 0. Returns ``(f_L, f_H)``."""
+        from ..physics.dual_energy import rhoe_ze
+        with host_view(f_L, "f_L") as a, host_view(f_H, "f_H") as b:
+            check_data("f_L", a, ndims=(2, 3))
+            check_data("f_H", b, ndims=(2, 3), shape=a.shape)
+            ze, rho = rhoe_ze(a, b, sigma_L, sigma_H, empty_ze=AIR_ZE)
+            a[...] = ze
+            b[...] = rho
+        return f_L, f_H

@@ -7,7 +7,9 @@ Modules (import them directly; nothing is loaded at ``import leap``):
 * :mod:`leap.physics.cross_sections` — elements, compounds, mixtures: mass attenuation
   and its components, per-electron cross sections, electron density, effective Z;
 * :mod:`leap.physics.materials` — a library of named materials with densities;
-* :mod:`leap.physics.spectra` — X-ray tube spectra, filters, detector responses;
+* :mod:`leap.physics.spectra` — X-ray tube spectra, filters, beam qualities (mean and
+  effective energy, half-value layers, air kerma);
+* :mod:`leap.physics.detectors` — energy-integrating and photon-counting responses;
 * :mod:`leap.physics.beam_hardening` — look-up tables and polynomial, single- and
   two-material beam-hardening correction;
 * :mod:`leap.physics.dual_energy` — basis-material decomposition, PCA bases, SIRZ.

@@ -196,7 +196,7 @@ class TwoMaterialTable:
         ``(lut float32 (N, N), sample_rate)``, ``lut[i, j]`` = monochromatic attenuation
         of rays with dense-material fraction ``a2/(a1+a2) = i/(N−1)`` and polychromatic
         attenuation ``j·sample_rate``; default N covers p <= 12. Apply with
-        :func:`apply_dual_transfer_function` as in LEAP's demo d18."""
+        :func:`leap.preprocessing.filters.dual_transfer_function` as in LEAP's demo d18."""
         T = positive_number("sample_rate", sample_rate)
         N = int(num_samples) if num_samples else int(np.ceil(12.0 / T)) + 1
         frac = np.linspace(0.0, 1.0, N)

@@ -56,23 +56,15 @@ import numpy as np
 from ._bh_common import (array_module, check_energies, curve, energy_where, float_data,
                          interp_energy, invert_monotone, lerp, log_transmission, log_weights,
                          map_dask, poly_attenuation, positive_number, spectrum_weights)
-from ._bh_lut import apply_dual_transfer_function, apply_transfer_function
 from ._bh_two_material import TwoMaterialTable, segment_threshold, two_material_bhc
 
-__all__ = ["mean_energy", "polychromatic_attenuation", "effective_energy",
+__all__ = ["polychromatic_attenuation", "effective_energy",
            "BeamHardeningTable", "polynomial_bhc", "apply_polynomial", "ecc_coefficients",
-           "TwoMaterialTable", "two_material_bhc", "segment_threshold",
-           "apply_transfer_function", "apply_dual_transfer_function"]
+           "TwoMaterialTable", "two_material_bhc", "segment_threshold"]
 
 #: Default largest polychromatic attenuation a table covers: −log 2⁻¹⁶ ≈ 11.09 rounded up
 #: (a 16-bit detector; LEAP/XrayPhysics use the same bound).
 MAX_ATTENUATION = 12.0
-
-
-def mean_energy(energies, spectrum) -> float:
-    """Mean energy ``Σ s E / Σ s`` (keV) of a spectrum (E,) on ``energies`` (E,) keV."""
-    e = check_energies(energies)
-    return float(spectrum_weights("spectrum", spectrum, e.size) @ e)
 
 
 def _materials(mu, n):

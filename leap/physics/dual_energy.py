@@ -410,7 +410,9 @@ def rhoe_ze(mu_low, mu_high, sigma_e_low, sigma_e_high, z_grid=None, *, empty_ze
 
     Ze is sought where the ratio σ_e(Z, E_L)/σ_e(Z, E_H) increases with Z from the first
     grid point (below the first absorption edge between the energies); ratios outside
-    that range are clamped to its ends. NaN stays NaN.
+    that range are clamped to its ends. Between grid points Ze is interpolated as LEAP
+    does: linearly in the ratio where the ratio curve is convex (and in the first
+    interval), else where both cross sections are linear in Z. NaN stays NaN.
     """
     sl = np.asarray(sigma_e_low, dtype=np.float64).ravel()
     sh = np.asarray(sigma_e_high, dtype=np.float64).ravel()
@@ -444,8 +446,14 @@ def rhoe_ze(mu_low, mu_high, sigma_e_low, sigma_e_high, z_grid=None, *, empty_ze
     Rx, slx, shx, zx = (xp.asarray(v) for v in (R, sl, sh, z))
     k = xp.clip(xp.searchsorted(Rx, xp.nan_to_num(r), side="right") - 1, 0, R.size - 2)
     la, lb, ha, hb = slx[k], slx[k + 1], shx[k], shx[k + 1]
+    # LEAP's two interpolations between grid points k and k + 1: linear in the ratio
+    # where the ratio curve is convex there (and in the first interval), else the root
+    # of r = σ_L(Z)/σ_H(Z) with both cross sections linear in Z.
+    convex = xp.asarray(np.r_[True, 0.5 * (R[:-2] + R[2:]) > R[1:-1], True])[k]
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = xp.clip((la - r * ha) / ((la - lb) - r * (ha - hb)), 0.0, 1.0)
+        d_ratio = (r - Rx[k]) / (Rx[k + 1] - Rx[k])
+        d_cross = (la - r * ha) / ((la - lb) - r * (ha - hb))
+        d = xp.clip(xp.where(convex, d_ratio, d_cross), 0.0, 1.0)
     ze = zx[k] + d * (zx[k + 1] - zx[k])
     s_l, s_h = la + d * (lb - la), ha + d * (hb - ha)
     rho = (s_l * a + s_h * b) / (s_l * s_l + s_h * s_h)
