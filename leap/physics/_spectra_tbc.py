@@ -36,7 +36,7 @@ The model (TBC eqs. for bremsstrahlung and characteristic emission):
   f_i the fraction of K-shell radiative decays giving line i.
 
 Line energies, edges and line fractions come from xraylib, the anode attenuation
-from :func:`leap.physics._spectra_xs.mass_attenuation`. The paper's tungsten target
+from ``leap.physics._spectra_xs.mass_attenuation``. The paper's tungsten target
 is pure W here (the authors' own code mixed in 10 % rhenium).
 """
 from __future__ import annotations

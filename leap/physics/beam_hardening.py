@@ -184,7 +184,7 @@ class BeamHardeningTable:
     mu_ref : float, optional
         μ(E_ref) in 1/mm given directly (overrides ``reference_energy``'s lookup).
         Default (neither): the spectral mean :math:`\bar\mu = \sum_E w\mu`, so that
-        ``a ≈ p`` for thin objects; :attr:`reference_energy` is then the effective energy.
+        ``a ≈ p`` for thin objects; ``reference_energy`` is then the effective energy.
     max_attenuation : float
         Largest polychromatic attenuation tabulated (default 12 ≈ −log 2⁻¹⁶).
     num_samples : int

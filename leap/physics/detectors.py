@@ -16,7 +16,7 @@ diode, e.g. CsI:Tl 0.6 mm, GOS 0.2 mm) gives a signal ∝ energy deposited, R = 
 a photon-counting detector (CdTe, CZT, Si) counts each interacting photon,
 R = η, split into energy bins by thresholds.
 
-Attenuation data: :func:`leap.physics._spectra_xs.mass_attenuation` (xraylib now,
+Attenuation data: ``leap.physics._spectra_xs.mass_attenuation`` (xraylib now,
 :mod:`leap.physics.cross_sections` later).
 """
 from __future__ import annotations

@@ -240,7 +240,7 @@ class DualEnergyTable:
         c[:, ~ok] = np.nan
         self._step = g[1]
         self.table = c.reshape(2, n, n)
-        """(2, N, N) float64: coefficients at ``p_low = i·step``, ``p_high = j·step``."""
+        """The coefficients, (2, N, N) float64, at ``p_low = i·step``, ``p_high = j·step``."""
 
     def __call__(self, p_low, p_high, *, refine=1):
         """Coefficients (c1, c2) of rays (p_low, p_high): float32 (float64 for float64

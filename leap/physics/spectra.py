@@ -20,8 +20,8 @@ Tube spectra (:func:`tube_spectrum`) come from published physical models:
   K lines for any anode, Love–Scott mean penetration depth and anode
   self-absorption. Default for Cu and Au (fitted to 5–50 kV XRF tubes).
 
-Details of the two models: :mod:`leap.physics._spectra_tbc`,
-:mod:`leap.physics._spectra_ebel`. Output unit: photons / (keV · mAs · sr) leaving
+Details of the two models: ``leap.physics._spectra_tbc``,
+``leap.physics._spectra_ebel``. Output unit: photons / (keV · mAs · sr) leaving
 the anode along the central ray; divide by the squared distance in mm² for a fluence
 (e.g. × 1e-6 for photons/(keV·mAs·mm²) at 1 m, before air attenuation).
 
@@ -30,7 +30,7 @@ The API follows XrayPhysics' ``simulateSpectra(kV, takeOffAngle, Z, gammas)``
 maps ``takeOffAngle`` → ``take_off_angle``, ``Z`` → ``anode``, ``gammas`` →
 ``energies``.
 
-Attenuation coefficients come from :func:`leap.physics._spectra_xs.mass_attenuation`
+Attenuation coefficients come from ``leap.physics._spectra_xs.mass_attenuation``
 (xraylib for now; switching it to :mod:`leap.physics.cross_sections` is a one-line
 change there).
 """
@@ -49,7 +49,7 @@ __all__ = ["ANODES", "MODELS", "default_energies", "bin_edges", "bin_widths",
            "normalize", "mean_energy", "half_value_layer", "effective_energy",
            "air_kerma", "resample"]
 
-#: Supported anodes: symbol → atomic number.
+#: The anodes supported, symbol → atomic number.
 ANODES = {"W": 74, "Mo": 42, "Cu": 29, "Au": 79}
 _ANODE_NAMES = {"tungsten": 74, "molybdenum": 42, "copper": 29, "gold": 79}
 #: Spectrum models and the anodes each supports.
