@@ -145,6 +145,46 @@ class PreprocessingMixin:
                                             out=(a, b))
         return x, y
 
+    def beam_hardening_heel_effect(self, g, anode_normal, LUT, takeOffAngles, sampleRate,
+                                   firstSample=0.0):
+        """Beam hardening (or its correction) that varies with the anode take-off angle
+        of each ray (the heel effect), in place on the projections ``g``.
+
+        ``anode_normal`` (3,): the anode's unit normal in a frame whose y axis is the
+        detector normal (x along the columns, z along the rows); ``LUT`` (numAngles,
+        numSamples): one transfer function per take-off angle ``takeOffAngles``
+        (degrees, equally spaced), sampled at ``firstSample + i·sampleRate``. A ray of
+        detector coordinates (u, v) (mm from the central ray; curved detectors: sdd·tan of
+        the column angle) leaves the anode at 90° minus its angle to the normal
+        (:func:`leap.physics.beam_hardening.take_off_angles`), and gets its angle's
+        table, interpolated (:func:`leap.physics.beam_hardening.apply_heel_effect_table`).
+        Cone and modular beams only, as LEAP. Returns ``g``."""
+        from ..geometry import ConeBeam, ModularBeam
+        from ..physics.beam_hardening import apply_heel_effect_table, take_off_angles
+        geo = self.core_geometry()
+        if not isinstance(geo, (ConeBeam, ModularBeam)):
+            raise ValueError("beam_hardening_heel_effect needs a cone- or modular-beam "
+                             f"geometry, not {type(geo).__name__} (as LEAP)")
+        d = geo.detector
+        cols, rows = np.arange(d.num_cols, dtype=np.float64), np.arange(d.num_rows, dtype=np.float64)
+        if isinstance(geo, ModularBeam):
+            u = (cols - 0.5 * (d.num_cols - 1)) * d.pixel_width
+            v = (rows - 0.5 * (d.num_rows - 1)) * d.pixel_height
+            sdd = np.linalg.norm(geo.module_centers - geo.source_positions, axis=1)
+        else:
+            u = (cols - d.center_col) * d.pixel_width
+            if d.curved:
+                u = geo.sdd * np.tan(u / d.pixel_width * np.arctan(d.pixel_width / geo.sdd))
+            v = (rows - d.center_row) * d.pixel_height
+            sdd = np.full(geo.num_angles, geo.sdd)
+        angles = take_off_angles(u[None, None, :] / sdd[:, None, None],
+                                 v[None, :, None] / sdd[:, None, None], anode_normal)
+        with host_view(g, "g") as a, host_view(LUT, "LUT") as lut:
+            check_data("g", a, ndims=(3,), shape=geo.projection_shape)
+            apply_heel_effect_table(a, angles, lut, takeOffAngles, sampleRate, firstSample,
+                                    out=a)
+        return g
+
     def convertToRhoeZe(self, f_L, f_H, sigma_L, sigma_H):
         """Effective atomic number and electron density from a low- and a high-energy
         volume in attenuation units (SIRZ, :func:`leap.physics.dual_energy.rhoe_ze`).

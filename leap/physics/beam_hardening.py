@@ -60,7 +60,8 @@ from ._bh_two_material import TwoMaterialTable, segment_threshold, two_material_
 
 __all__ = ["polychromatic_attenuation", "effective_energy",
            "BeamHardeningTable", "polynomial_bhc", "apply_polynomial", "ecc_coefficients",
-           "TwoMaterialTable", "two_material_bhc", "segment_threshold"]
+           "TwoMaterialTable", "two_material_bhc", "segment_threshold", "take_off_angles",
+           "apply_heel_effect_table"]
 
 #: Default largest polychromatic attenuation a table covers: −log 2⁻¹⁶ ≈ 11.09 rounded up
 #: (a 16-bit detector; LEAP/XrayPhysics use the same bound).
@@ -388,3 +389,80 @@ def ecc_coefficients(poly, fbp, *, order=3, mask=None, threshold=None, template_
     A = np.stack([b[mask] for b in basis], axis=1)
     c, *_ = np.linalg.lstsq(A, np.full(A.shape[0], t), rcond=None)
     return np.concatenate([[0.0], c])
+
+
+# ------------------------------------------------------------------ heel effect
+def take_off_angles(u, v, anode_normal):
+    """Anode take-off angle (degrees) of rays with normalised detector coordinates.
+
+    ``u, v`` (broadcastable arrays): the ray's direction is ``(u, 1, v)`` in a frame whose
+    y axis is the detector normal (u along the columns, v along the rows, both divided
+    by the source-to-detector distance); ``anode_normal`` (3,) the unit normal of the
+    anode in that frame. The take-off angle is 90° minus the angle between the ray and
+    the anode normal (LEAP's ``beam_hardening_heel_effect``)."""
+    n = np.asarray(anode_normal, dtype=np.float64).ravel()
+    if n.size != 3 or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
+        raise ValueError(f"anode_normal must be a non-zero 3-vector, got {anode_normal!r}")
+    n = n / np.linalg.norm(n)
+    u = np.asarray(u, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    c = (u * n[0] + n[1] + v * n[2]) / np.sqrt(1.0 + u * u + v * v)
+    return 90.0 - np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def apply_heel_effect_table(p, angles, table, table_angles, sample_rate, first_sample=0.0, *,
+                            out=None):
+    """Apply a transfer function that depends on the anode take-off angle (heel effect):
+    LEAP's ``beam_hardening_heel_effect`` on given per-ray angles.
+
+    Parameters
+    ----------
+    p : array (...), attenuation (float32; float64 kept)
+    angles : array broadcastable to ``p``, the rays' take-off angles, degrees
+        (:func:`take_off_angles`).
+    table : (num_angles, num_samples)
+        Row a is the transfer function (e.g. a BHC table, ``BeamHardeningTable.leap_lut``
+        of that take-off angle's spectrum) at ``first_sample + i·sample_rate``.
+    table_angles : (num_angles,) increasing, equally spaced, degrees.
+    sample_rate, first_sample : the table's sample grid.
+
+    Rows are interpolated linearly in angle (clamped to the table's angles); samples
+    linearly, extrapolated with each row's last slope above the table, and
+    ``first_sample`` at or below it (as LEAP). Returns the corrected array (``out`` if
+    given).
+    """
+    t = np.asarray(table, dtype=np.float64)
+    a = np.asarray(table_angles, dtype=np.float64).ravel()
+    if t.ndim != 2 or t.shape[0] < 2 or t.shape[1] < 2 or not np.all(np.isfinite(t)):
+        raise ValueError(f"table must be a finite (num_angles >= 2, num_samples >= 2) array, "
+                         f"got shape {t.shape}")
+    if a.size != t.shape[0] or not np.all(np.diff(a) > 0):
+        raise ValueError(f"table_angles must increase and have one angle per table row "
+                         f"({t.shape[0]}), got {a.size}")
+    T = positive_number("sample_rate", sample_rate)
+    x0 = float(first_sample)
+    x = np.asarray(p)
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"p must be float32 or float64, got {x.dtype}")
+    x = x.astype(np.float64)
+    ang = np.broadcast_to(np.asarray(angles, dtype=np.float64), x.shape)
+    n = t.shape[1]
+    s = np.clip((ang - a[0]) / (a[1] - a[0]), 0.0, a.size - 1.0)
+    lo = np.minimum(np.floor(s).astype(np.int64), a.size - 2)
+    da = s - lo
+    q = (x - x0) / T
+    i = np.clip(np.floor(np.nan_to_num(q, nan=0.0, posinf=n, neginf=0.0)), 0, n - 2).astype(
+        np.int64)
+    d = q - i
+
+    def row(r):
+        return t[r, i] + d * (t[r, i + 1] - t[r, i])
+
+    r = (1.0 - da) * row(lo) + da * row(lo + 1)
+    r = np.where(q <= 0.0, x0, r)
+    r = np.where(np.isnan(x), np.nan, r)
+    res = r.astype(np.asarray(p).dtype)
+    if out is None:
+        return res
+    out[...] = res
+    return out
