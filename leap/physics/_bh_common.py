@@ -6,8 +6,6 @@ interpolation on uniform grids with linear extrapolation beyond them.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 #: Rays per chunk of the spectral forward model (a chunk holds rays × energies doubles).
@@ -19,32 +17,6 @@ CHUNK = 1 << 13
 def is_dask(x) -> bool:
     """Whether ``x`` is a dask array."""
     return type(x).__module__.split(".")[0] == "dask"
-
-
-def array_module(*arrays):
-    """``numpy`` or ``cupy``: the module of the given arrays (None, numbers and lists
-    count as NumPy). A TypeError for a mix of the two and for other CUDA arrays."""
-    found = None
-    for a in arrays:
-        if a is None or isinstance(a, (numbers.Number, np.generic, list, tuple)):
-            continue
-        top = type(a).__module__.split(".")[0]
-        if isinstance(a, np.ndarray):
-            xp = np
-        elif top in ("cupy", "cupyx"):
-            import cupy
-            xp = cupy
-        elif hasattr(a, "__cuda_array_interface__"):
-            raise TypeError(f"got a CUDA array of type {type(a).__name__}: pass a CuPy array "
-                            "(cupy.asarray(x) makes no copy)")
-        else:
-            xp = np
-        if found is None:
-            found = xp
-        elif found is not xp:
-            raise TypeError("the arrays must all be NumPy or all CuPy: move them to one "
-                            "device first")
-    return np if found is None else found
 
 
 def map_dask(fn, *arrays, n_out=1):

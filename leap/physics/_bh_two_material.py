@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bh_common import (CHUNK, array_module, bilerp, check_energies, curve, energy_where,
+from ..preprocessing._common import array_module
+from ._bh_common import (CHUNK, bilerp, check_energies, curve, energy_where,
                          float_data, interp_energy, invert_monotone, log_transmission,
                          log_weights, map_dask, poly_attenuation, positive_number,
                          spectrum_weights)

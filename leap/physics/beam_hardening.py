@@ -53,7 +53,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bh_common import (array_module, check_energies, curve, energy_where, float_data,
+from ..preprocessing._common import array_module
+from ._bh_common import (check_energies, curve, energy_where, float_data,
                          interp_energy, invert_monotone, lerp, log_transmission, log_weights,
                          map_dask, poly_attenuation, positive_number, spectrum_weights)
 from ._bh_two_material import TwoMaterialTable, segment_threshold, two_material_bhc

@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bh_common import (CHUNK, array_module, bilerp, check_energies, curve, float_data,
+from ..preprocessing._common import array_module
+from ._bh_common import (CHUNK, bilerp, check_energies, curve, float_data,
                          interp_energy, log_transmission, log_weights, map_dask,
                          positive_number, spectrum_weights)
 
