@@ -137,7 +137,9 @@ class PreprocessingMixin:
     def applyDualTransferFunction(self, x, y, LUT, sampleRate, firstSample=0.0):
         """``(x, y) ← (LUT[0](x, y), LUT[1](x, y))`` in place, bilinear on the sample grid
         ``firstSample + i·sampleRate`` (both axes), clamped at its edges. ``LUT``:
-        (2, n, n), or (n, n) used for both outputs. Returns ``(x, y)``."""
+        (2, n, n), or (n, n) used for both outputs (of a (k, n, n) table, e.g.
+        XrayPhysics' (3, n, n) ``setDEDlookupTable``, the first two planes, as LEAP).
+        Returns ``(x, y)``."""
         with host_view(x, "x") as a, host_view(y, "y") as b, host_view(LUT, "LUT") as lut:
             check_data("x", a, ndims=(1, 2, 3))
             check_data("y", b, ndims=(1, 2, 3))

@@ -216,6 +216,7 @@ class BeamHardeningTable:
         self.mu_ref, self.reference_energy = _reference(e, w, m, reference_energy, mu_ref)
         self.mean_attenuation = float(w @ m)
         lw = log_weights(w)
+        self._m, self._lw = m, lw
         L_max = _max_length(m, lw, self.max_attenuation)
         L = np.linspace(0.0, L_max, n)
         P = log_transmission(L[None], m[None], lw[None])[0][0]
@@ -278,7 +279,11 @@ class BeamHardeningTable:
         N = int(num_samples) if num_samples else int(np.ceil((12.0 if kind == "bhc" else 48.0)
                                                              / T)) + 1
         x = np.arange(N, dtype=np.float64) * T
-        lut = self.correct(x) if kind == "bhc" else self.poly(x)
+        if kind == "bhc":
+            lut = self.correct(x)
+        else:
+            # Exact, not the table: mono values reach beyond what max_attenuation covers.
+            lut = log_transmission((x / self.mu_ref)[None], self._m[None], self._lw[None])[0][0]
         return np.asarray(lut, dtype=np.float32), T
 
 

@@ -220,7 +220,8 @@ def dual_transfer_function(x, y, lut, sample_rate, first_sample=0.0, *, out=None
     ``first_sample + i·sample_rate`` along both axes, clamped at the grid edges (e.g. a
     dual-energy decomposition table).
 
-    x, y : arrays of one shape; lut : (2, n, n) (or (n, n), used for both).
+    x, y : arrays of one shape; lut : (2, n, n) (or (n, n), used for both; of a
+    (k, n, n) table, k > 2, the first two planes are used, as LEAP does).
     ``out`` : a pair of float32 arrays (may be ``(x, y)``). Returns the pair.
     """
     xp = array_module(x, y)
@@ -232,8 +233,10 @@ def dual_transfer_function(x, y, lut, sample_rate, first_sample=0.0, *, out=None
     lut, sr, x0 = _lut_params(lut, sample_rate, first_sample, 1, xp)
     if lut.ndim == 2:
         lut = xp.stack([lut, lut])
-    if lut.ndim != 3 or lut.shape[0] != 2 or lut.shape[1] != lut.shape[2]:
-        raise ValueError(f"lut must have shape (2, n, n) or (n, n), got {tuple(lut.shape)}")
+    if lut.ndim != 3 or lut.shape[0] < 2 or lut.shape[1] != lut.shape[2]:
+        raise ValueError(f"lut must have shape (k, n, n) with k >= 2, or (n, n), got "
+                         f"{tuple(lut.shape)}")
+    lut = lut[:2]                       # as LEAP: a (3, n, n) DED table's first two planes
     if out is not None and (not isinstance(out, (tuple, list)) or len(out) != 2):
         raise ValueError("out must be a pair of arrays (for x and y)")
     n = lut.shape[1]

@@ -273,7 +273,7 @@ def test_detector_responses():
     (lambda: sp.filter_response("Al", -0.1, [20.0]), "thickness_mm"),
     (lambda: sp.filter_response("Unobtainium", 1.0, [20.0]), "material"),
     (lambda: sp.filter_response("Al", 1.0, [20.0], density=-2.7), "density"),
-    (lambda: sp.filter_response("Al", 1.0, [2000.0]), "energies"),
+    (lambda: sp.filter_response("Al", 1.0, [30000.0]), "energy"),
     (lambda: sp.mean_energy([1.0, 2.0], [10.0, 20.0, 30.0]), "spectrum"),
     (lambda: sp.normalize([0.0, 0.0], [10.0, 20.0]), "spectrum"),
     (lambda: sp.resample([1.0, 2.0], [10.0, 20.0], [5.0, 4.0]), "new_energies"),
