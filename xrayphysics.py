@@ -92,6 +92,7 @@ from leap.physics import beam_hardening as _bh
 from leap.physics import cross_sections as _cs
 from leap.physics import dual_energy as _de
 from leap.physics import materials as _mat
+from leap.physics import scatter as _sc
 from leap.physics import spectra as _sp
 
 __all__ = ["xrayPhysics", "materialFormulas", "materialDensities", "np", "os", "sys"]
@@ -110,6 +111,10 @@ def _find_name(name: str):
 
 
 # ------------------------------------------------------------------ materials
+#: One barn in cm^2.
+_BARN_CM2 = 1.0e-24
+
+
 class _Terms:
     """An atomic number leap has no table for (non-integer, or 99/100): a linear
     combination of elements Z <= 98 for per-atom and per-mass quantities."""
@@ -300,73 +305,6 @@ def _elementwise(fn, e):
     if pad:
         grid = np.append(grid, grid[-1] + 1.0)
     return np.asarray(fn(grid))[inv].reshape(e.shape)
-
-
-# ------------------------------------------------------------------ scatter
-# Differential scattering cross sections (move to leap/physics/scatter.py). Angles in
-# radians, energies keV, results cm^2/sr per electron (Klein-Nishina) or per atom.
-_RE_CM = 2.8179403262e-13          # classical electron radius, cm (CODATA 2018)
-_ME_KEV = 510.99895                # electron rest energy, keV (CODATA 2018)
-_Q0 = 1.0e-3                       # 1/Angstrom: below it xraylib's S and F tables stop
-_SPHERE = np.linspace(0.0, np.pi, 7201)   # quadrature grid for sphere integrals
-
-
-def _kn_dcs(e_kev, theta):
-    """Klein-Nishina dsigma/dOmega per electron (cm^2/sr): r_e^2/2 P^2 (P + 1/P - sin^2)."""
-    c = np.cos(theta)
-    P = 1.0 / (1.0 + (e_kev / _ME_KEV) * (1.0 - c))
-    return 0.5 * _RE_CM ** 2 * P * P * (P + 1.0 / P - 1.0 + c * c)
-
-
-def _thomson_dcs(theta):
-    """Thomson dsigma/dOmega per electron (cm^2/sr): r_e^2 (1 + cos^2) / 2."""
-    c = np.cos(theta)
-    return 0.5 * _RE_CM ** 2 * (1.0 + c * c)
-
-
-def _momentum_transfer(e_kev, theta):
-    """x = sin(theta/2) / lambda in 1/Angstrom (xraylib's MomentTransf)."""
-    import xraylib_np
-    q = xraylib_np.MomentTransf(np.array([float(e_kev)]), np.ascontiguousarray(theta.ravel()))
-    return np.abs(q[0]).reshape(theta.shape)
-
-
-def _scattering_function(zs, q):
-    """Incoherent scattering function S(q, Z) (Z rows, xraylib/Hubbell tables);
-    S ~ q^2 below the tables' first point, S(0) = 0."""
-    import xraylib_np
-    qf = np.ascontiguousarray(np.maximum(q.ravel(), _Q0))
-    s = xraylib_np.SF_Compt(zs, qf).reshape(zs.size, *q.shape)
-    small = q < _Q0
-    return np.where(small, s * (q / _Q0) ** 2, s)
-
-
-def _form_factor(zs, q):
-    """Atomic form factor F(q, Z) (Z rows, xraylib/Hubbell tables); F(0) = Z."""
-    import xraylib_np
-    qf = np.ascontiguousarray(np.maximum(q.ravel(), _Q0))
-    f = xraylib_np.FF_Rayl(zs, qf).reshape(zs.size, *q.shape)
-    small = q < _Q0
-    zc = zs.astype(np.float64).reshape((-1,) + (1,) * q.ndim)
-    return np.where(small, zc + (f - zc) * (q / _Q0) ** 2, f)
-
-
-def _incoherent_dcs(zs, ws, e_kev, theta):
-    """Incoherent dsigma/dOmega (cm^2/sr): Klein-Nishina x S(q, Z), weighted by ws."""
-    s = np.tensordot(ws, _scattering_function(zs, _momentum_transfer(e_kev, theta)), 1)
-    return _kn_dcs(e_kev, theta) * s
-
-
-def _coherent_dcs(zs, ws, e_kev, theta):
-    """Coherent dsigma/dOmega (cm^2/sr): Thomson x F(q, Z)^2, weighted by ws
-    (independent atoms, no anomalous dispersion)."""
-    f = _form_factor(zs, _momentum_transfer(e_kev, theta))
-    return _thomson_dcs(theta) * np.tensordot(ws, f * f, 1)
-
-
-def _sphere_integral(values):
-    """Integral over the sphere of a function of theta sampled on _SPHERE."""
-    return float(np.trapezoid(values * 2.0 * np.pi * np.sin(_SPHERE), _SPHERE))
 
 
 # ------------------------------------------------------------------ files
@@ -609,32 +547,41 @@ class xrayPhysics:
             return _cs.effective_z(mat, "sigma_e", energies=energies, areal_density=ad)
 
     # -------------------------------------------------------------- scatter
-    def _scatter(self, dcs, Z, gamma, theta, doNormalize):
-        mat = _resolve(Z)
+    def _scatter(self, kind, Z, gamma, theta, doNormalize):
+        """A leap.physics.scatter distribution at theta degrees: per atom (mean per atom
+        for compounds) in cm^2/sr (mm^2/sr with mm), or normalised per steradian."""
+        mat = self._scatter_material(Z)
         e = _number(gamma, "gamma", _E_MIN)
         if e > _E_MAX:
             raise ValueError(f"gamma: must be <= {_E_MAX:g} keV, got {gamma!r}")
         th, scalar = _angles(theta)
-        zs, ws = _atom_terms(mat)
-        val = dcs(zs, ws, e, np.deg2rad(th))
+        fn = _sc.incoherent_distribution if kind == "incoherent" else _sc.coherent_distribution
         if doNormalize:
-            val = val / _sphere_integral(dcs(zs, ws, e, _SPHERE))
+            val = fn(mat, e, th, normalize=True)
         else:
-            val = val * self.cross_section_scalar()
-        return _out(val, scalar)
+            val = fn(mat, e, th, units="barn") * _BARN_CM2 * self.cross_section_scalar()
+        return _out(np.asarray(val, dtype=np.float64), scalar)
 
-    def _scatter_norm(self, dcs, Z, gamma):
-        mat = _resolve(Z)
+    def _scatter_norm(self, kind, Z, gamma):
+        mat = self._scatter_material(Z)
         e = _number(gamma, "gamma", _E_MIN)
-        zs, ws = _atom_terms(mat)
-        return _sphere_integral(dcs(zs, ws, e, _SPHERE)) * self.cross_section_scalar()
+        fn = (_sc.incoherent_normalization_factor if kind == "incoherent"
+              else _sc.coherent_normalization_factor)
+        return float(fn(mat, e, units="barn")) * _BARN_CM2 * self.cross_section_scalar()
+
+    @staticmethod
+    def _scatter_material(Z):
+        mat = _resolve(Z)
+        if isinstance(mat, _Terms):
+            raise ValueError(f"Z: scattering data cover Z = 1..98 (whole numbers), got {Z!r}")
+        return mat
 
     def incoherentScatterDistribution(self, Z, gamma, theta, doNormalize=False):
         """Incoherent (Compton) differential cross section at angle(s) theta (degrees):
         Klein-Nishina x incoherent scattering function S(x, Z), per atom (mean per atom
         for compounds), cm^2/sr (mm^2/sr with mm). doNormalize: divide by its integral
         over the sphere (a probability density per steradian). gamma: keV."""
-        return self._scatter(_incoherent_dcs, Z, gamma, theta, doNormalize)
+        return self._scatter("incoherent", Z, gamma, theta, doNormalize)
 
     def ComptonScatterDistribution(self, Z, gamma, theta, doNormalize=False):
         """Alias of :meth:`incoherentScatterDistribution`."""
@@ -645,7 +592,7 @@ class xrayPhysics:
         Thomson x atomic form factor F(x, Z)^2, per atom (mean per atom for compounds),
         cm^2/sr (mm^2/sr with mm); Z^2 r_e^2 forward for an element. doNormalize: divide
         by its integral over the sphere. gamma: keV."""
-        return self._scatter(_coherent_dcs, Z, gamma, theta, doNormalize)
+        return self._scatter("coherent", Z, gamma, theta, doNormalize)
 
     def RayleighScatterDistribution(self, Z, gamma, theta, doNormalize=False):
         """Alias of :meth:`coherentScatterDistribution`."""
@@ -654,7 +601,7 @@ class xrayPhysics:
     def incoherentScatterDistribution_normalizationFactor(self, Z, gamma):
         """Integral over the sphere of :meth:`incoherentScatterDistribution`: the
         incoherent cross section per atom, cm^2 (mm^2 with mm)."""
-        return self._scatter_norm(_incoherent_dcs, Z, gamma)
+        return self._scatter_norm("incoherent", Z, gamma)
 
     def ComptonScatterDistribution_normalizationFactor(self, Z, gamma):
         """Alias of :meth:`incoherentScatterDistribution_normalizationFactor`."""
@@ -663,7 +610,7 @@ class xrayPhysics:
     def coherentScatterDistribution_normalizationFactor(self, Z, gamma):
         """Integral over the sphere of :meth:`coherentScatterDistribution`: the coherent
         cross section per atom, cm^2 (mm^2 with mm)."""
-        return self._scatter_norm(_coherent_dcs, Z, gamma)
+        return self._scatter_norm("coherent", Z, gamma)
 
     def RayleighScatterDistribution_normalizationFactor(self, Z, gamma):
         """Alias of :meth:`coherentScatterDistribution_normalizationFactor`."""
@@ -675,19 +622,18 @@ class xrayPhysics:
         Klein-Nishina cross section (a probability density per steradian). gamma: keV."""
         e = _number(gamma, "gamma", 0.0, strict=True)
         th, scalar = _angles(theta)
-        val = _kn_dcs(e, np.deg2rad(th))
         if doNormalize:
-            val = val / (self.KleinNishinaScatterDistribution_normalizationFactor(e)
-                         / self.cross_section_scalar())
+            val = _sc.klein_nishina_distribution(e, th, normalize=True)
         else:
-            val = val * self.cross_section_scalar()
-        return _out(val, scalar)
+            val = (_sc.klein_nishina_distribution(e, th, units="barn") * _BARN_CM2
+                   * self.cross_section_scalar())
+        return _out(np.asarray(val, dtype=np.float64), scalar)
 
     def KleinNishinaScatterDistribution_normalizationFactor(self, gamma):
         """Klein-Nishina cross section per electron, cm^2 (mm^2 with mm)."""
         e = _number(gamma, "gamma", 0.0, strict=True)
-        sigma_mm2 = float(_elementwise(_de.compton_basis, np.array(e)))
-        return sigma_mm2 * 1.0e-2 * self.cross_section_scalar()
+        return (float(_sc.klein_nishina_normalization_factor(e, units="barn")) * _BARN_CM2
+                * self.cross_section_scalar())
 
     # -------------------------------------------------------------- spectra
     def simulateSpectra(self, kV, takeOffAngle=11.0, Z=74, gammas=None):

@@ -27,6 +27,7 @@ from .io_methods import DataIOMixin
 from .iterative_methods import IterativeMethodsMixin
 from .param_methods import ParameterMixin
 from .phantom_methods import PhantomMixin
+from .physics_methods import PhysicsMixin
 from .preprocessing_methods import PreprocessingMixin
 from .rebin_methods import RebinMixin
 from .registry import Parameters, library_models, model_id, register, registered
@@ -35,7 +36,7 @@ from .special_methods import SpecialModelsMixin
 
 class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, PhantomMixin,
                         DisplayMixin, DataIOMixin, IterativeMethodsMixin, PreprocessingMixin,
-                        GeometryToolsMixin, SpecialModelsMixin):
+                        GeometryToolsMixin, SpecialModelsMixin, PhysicsMixin):
     """A CT system: scan geometry, reconstruction volume and processing options.
 
     Typical use (as in LEAP)::

@@ -12,7 +12,9 @@ Modules (import them directly; nothing is loaded at ``import leap``):
 * :mod:`leap.physics.detectors` — energy-integrating and photon-counting responses;
 * :mod:`leap.physics.beam_hardening` — look-up tables and polynomial, single- and
   two-material beam-hardening correction;
-* :mod:`leap.physics.dual_energy` — basis-material decomposition, PCA bases, SIRZ.
+* :mod:`leap.physics.dual_energy` — basis-material decomposition, PCA bases, SIRZ;
+* :mod:`leap.physics.scatter` — scatter cross sections and angular distributions, and
+  first-order scatter simulation and correction (LEAP's ``scatter_model``).
 
 LEAP's companion package XrayPhysics keeps its names in the shim ``xrayphysics.py`` at
 the top of the repository.
