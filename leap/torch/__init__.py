@@ -14,12 +14,16 @@ numCols)``; the batch size comes from the input and every call returns a new ten
 Gradients are exact (matched back-projection; the exact adjoint of FBP) and twice
 differentiable. :class:`PolychromaticProjector` (:mod:`leap.torch.polychromatic`) maps
 material density maps through a spectrum to the expected log transmission, differentiable
-in the maps, the spectrum and the attenuation coefficients. See :mod:`leap.torch.modules` for the differences from upstream.
+in the maps, the spectrum and the attenuation coefficients. :func:`modular_project` and
+:func:`modular_backproject` (:mod:`leap.torch.geometry`) take a modular-beam geometry as
+tensors and are differentiable in it as well (exact first-order gradients of the
+footprint model). See :mod:`leap.torch.modules` for the differences from upstream.
 """
 from ..compat import tomographicModels
 from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
                         FBPFunctionGPU, FBPReverseFunctionCPU, FBPReverseFunctionGPU,
                         LinearOperatorFunction, ProjectorFunctionCPU, ProjectorFunctionGPU)
+from .geometry import modular_backproject, modular_project
 from .modules import FBP, BaseProjector, Projector
 from .polychromatic import PolychromaticProjector
 
@@ -30,4 +34,5 @@ __all__ = [
     "FBPFunctionCPU", "FBPFunctionGPU",
     "FBPReverseFunctionCPU", "FBPReverseFunctionGPU",
     "LinearOperatorFunction", "tomographicModels",
+    "modular_project", "modular_backproject",
 ]

@@ -1,0 +1,226 @@
+"""Projection differentiable in the geometry: modular beams whose sources, module centres
+and module axes are tensors.
+
+:func:`modular_project` and :func:`modular_backproject` take a modular-beam geometry as
+four ``(num_views, 3)`` tensors (mm; source positions, module centres, row and column
+vectors), any of which may require grad, and return ``P(θ) f`` and ``Pᵀ(θ) g``. Their
+gradients are exact for leap's separable-footprint model:
+
+* with respect to the volume / projections, the matched back-projection / projection
+  (the same operators as :class:`leap.torch.Projector`);
+* with respect to the geometry θ, the analytic vector–Jacobian product of the model
+  (:func:`leap.kernels.cpu.modular_geometry_vjp.geometry_vjp`), one pass over (view,
+  voxel), no finite differences and no Jacobian. The model is piecewise smooth; at its
+  kinks (a footprint end exactly on a pixel edge, the switch of a voxel's dominant
+  in-plane axis, the order of a footprint's ends) the gradient is the one-sided value of
+  the branch the projector takes (see that module).
+
+:class:`leap.geometry.ModularBeam` normalises the row and column vectors, so the
+projection depends only on their directions; the gradients include that step (they are
+orthogonal to the vectors given). The module normal is col × row. Rows and columns must
+stay orthogonal to within 0.01 (``ModularBeam``'s rule), or the forward raises.
+
+Inputs are computed in float32 (the kernels' precision) and results returned in the
+input's dtype. A batch (leading dimension) shares one geometry; the geometry gradient
+sums over it. The geometry gradient runs on the CPU kernels (CUDA inputs are copied to
+the host for it); the projections themselves run where :mod:`leap.operators` sends them.
+Gradients are first-order (``once_differentiable``): a second derivative raises.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.autograd.function import once_differentiable
+
+from ..geometry import Detector, ModularBeam, Volume
+from ..kernels.cpu.modular_geometry_vjp import geometry_vjp
+from ..system import CTSystem
+from ._operator import CTOperator
+
+__all__ = ["modular_project", "modular_backproject"]
+
+_GEOMETRY_NAMES = ("sources", "centers", "row_vectors", "col_vectors")
+
+
+def _check_geometry(tensors):
+    """The four (num_views, 3) geometry tensors, checked; returns num_views."""
+    n = None
+    for name, t in zip(_GEOMETRY_NAMES, tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+        if t.ndim != 2 or t.shape[1] != 3 or t.shape[0] == 0:
+            raise ValueError(f"{name} must have shape (num_views, 3), got {tuple(t.shape)}")
+        if n is None:
+            n = t.shape[0]
+        elif t.shape[0] != n:
+            raise ValueError(f"{name} has {t.shape[0]} views but sources has {n}")
+        if not bool(torch.isfinite(t.detach()).all()):
+            raise ValueError(f"{name} must be finite (it holds inf or nan)")
+    return n
+
+
+def _check_data(x, name, shape, layout):
+    """``x`` of shape ``shape`` or ``(batch, *shape)``, floating point and finite."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if x.ndim not in (3, 4) or tuple(x.shape[-3:]) != tuple(shape):
+        raise ValueError(f"{name} must have shape {layout} = {tuple(shape)} or (batch, "
+                         f"{', '.join(map(str, shape))}), got {tuple(x.shape)}")
+    if x.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name} is on device {x.device}; leap runs on CPU and CUDA tensors")
+    if not bool(torch.isfinite(x.detach()).all()):
+        raise ValueError(f"{name} must be finite (it holds inf or nan)")
+
+
+def _as_array(t):
+    return np.ascontiguousarray(t.detach().to("cpu", torch.float64).numpy())
+
+
+def _build(tensors, num_rows, num_cols, pixel_height, pixel_width, volume):
+    """(CTSystem, raw float64 vectors) of the geometry the tensors describe."""
+    if not isinstance(volume, Volume):
+        raise TypeError(f"volume must be a leap.Volume, got {type(volume).__name__}")
+    _check_geometry(tensors)
+    detector = Detector(num_rows=num_rows, num_cols=num_cols, pixel_height=pixel_height,
+                        pixel_width=pixel_width)
+    raw = [_as_array(t) for t in tensors]
+    geometry = ModularBeam(detector=detector, source_positions=raw[0], module_centers=raw[1],
+                           row_vectors=raw[2], col_vectors=raw[3])
+    return CTSystem(geometry=geometry, volume=volume), raw
+
+
+def _as_samples(x, shape):
+    """float32 contiguous host array (batch, *shape) of the tensor x."""
+    x = x.detach().to("cpu", torch.float32).contiguous()
+    return x.reshape(-1, *shape).numpy()
+
+
+def _normalisation_vjp(raw, grad):
+    """Gradient with respect to the raw vectors v of a gradient with respect to
+    v/|v|: (I − û ûᵀ) grad / |v|."""
+    norm = np.linalg.norm(raw, axis=1, keepdims=True)
+    u = raw / norm
+    return (grad - u * np.sum(u * grad, axis=1, keepdims=True)) / norm
+
+
+def _geometry_grads(system, raw, f, gbar, tensors, needs):
+    """The geometry VJP for the tensors that need it (None for the others)."""
+    if not any(needs):
+        return (None,) * 4
+    geo, vol, det = system.geometry, system.volume, system.geometry.detector
+    grads = list(geometry_vjp(_as_samples(f, vol.shape), _as_samples(gbar, geo.projection_shape),
+                              geo.source_positions, geo.module_centers, geo.row_vectors,
+                              geo.col_vectors, vol.x0, vol.y0, vol.z0, vol.voxel_width,
+                              vol.voxel_height, det.pixel_width, det.pixel_height))
+    grads[2] = _normalisation_vjp(raw[2], grads[2])
+    grads[3] = _normalisation_vjp(raw[3], grads[3])
+    return tuple(torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
+                 for g, t, need in zip(grads, tensors, needs))
+
+
+class _ModularProject(torch.autograd.Function):
+    """g = P(θ) f; backward: Pᵀ ḡ for f, the geometry VJP for θ."""
+
+    @staticmethod
+    def forward(ctx, f, sources, centers, rows, cols, spec):
+        system, raw = _build((sources, centers, rows, cols), *spec)
+        _check_data(f, "f", system.volume_shape, "(num_z, num_y, num_x)")
+        ctx.system, ctx.raw = system, raw
+        ctx.save_for_backward(f, sources, centers, rows, cols)
+        return CTOperator(kind="project", system=system)(f)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gbar):
+        f, *tensors = ctx.saved_tensors
+        grad_f = None
+        if ctx.needs_input_grad[0]:
+            grad_f = CTOperator(kind="backproject", system=ctx.system)(gbar.contiguous())
+        grads = _geometry_grads(ctx.system, ctx.raw, f, gbar, tensors, ctx.needs_input_grad[1:5])
+        return (grad_f, *grads, None)
+
+
+class _ModularBackproject(torch.autograd.Function):
+    """y = Pᵀ(θ) g; backward: P ȳ for g and, since ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩, the
+    projector's geometry VJP with f := ȳ and ḡ := g."""
+
+    @staticmethod
+    def forward(ctx, g, sources, centers, rows, cols, spec):
+        system, raw = _build((sources, centers, rows, cols), *spec)
+        _check_data(g, "g", system.projection_shape, "(num_views, num_rows, num_cols)")
+        ctx.system, ctx.raw = system, raw
+        ctx.save_for_backward(g, sources, centers, rows, cols)
+        return CTOperator(kind="backproject", system=system)(g)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, ybar):
+        g, *tensors = ctx.saved_tensors
+        grad_g = None
+        if ctx.needs_input_grad[0]:
+            grad_g = CTOperator(kind="project", system=ctx.system)(ybar.contiguous())
+        grads = _geometry_grads(ctx.system, ctx.raw, ybar, g, tensors, ctx.needs_input_grad[1:5])
+        return (grad_g, *grads, None)
+
+
+def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
+                    pixel_height, pixel_width, volume):
+    """Forward projection ``P(θ) f`` through a modular-beam geometry given as tensors,
+    differentiable in ``f`` and in the geometry.
+
+    Parameters
+    ----------
+    f : torch.Tensor
+        Volume ``(num_z, num_y, num_x)`` or a batch ``(batch, num_z, num_y, num_x)``
+        (float32; other floating dtypes are computed in float32 and returned in theirs).
+    sources, centers, row_vectors, col_vectors : torch.Tensor, (num_views, 3)
+        Per view the source position and module centre (mm) and the directions of
+        increasing row and column index (normalised here; the module normal is
+        col × row), as :class:`leap.geometry.ModularBeam` takes them. May require grad.
+    num_rows, num_cols : int
+        Pixels per module.
+    pixel_height, pixel_width : float
+        Pixel pitch along rows and columns, mm.
+    volume : leap.Volume
+        The voxel grid of ``f``.
+
+    Returns
+    -------
+    torch.Tensor
+        Projections ``(num_views, num_rows, num_cols)``, with ``f``'s batch dimension if
+        it has one, dtype and device.
+
+    Gradients: ``∂L/∂f = Pᵀ ∂L/∂g`` (the matched back-projection) and the exact
+    vector–Jacobian product of the footprint model with respect to the geometry, summed
+    over the batch (one-sided at the model's kinks; see :mod:`leap.torch.geometry`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the argument: non-tensors, wrong shapes, non-finite values; and the
+        errors of :class:`leap.geometry.ModularBeam` (e.g. rows and columns not
+        orthogonal, a source in its module's plane).
+    """
+    spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
+    return _ModularProject.apply(f, sources, centers, row_vectors, col_vectors, spec)
+
+
+def modular_backproject(g, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
+                        pixel_height, pixel_width, volume):
+    """Back-projection ``Pᵀ(θ) g``, the exact transpose of :func:`modular_project`,
+    differentiable in ``g`` and in the geometry.
+
+    ``g`` is ``(num_views, num_rows, num_cols)`` or ``(batch, num_views, num_rows,
+    num_cols)``; the other arguments are those of :func:`modular_project`. Returns the
+    volume ``(num_z, num_y, num_x)`` (with ``g``'s batch dimension if it has one).
+
+    Gradients: ``∂L/∂g = P ∂L/∂y`` and, since ``⟨Pᵀ(θ) g, ȳ⟩ = ⟨g, P(θ) ȳ⟩``, the
+    projector's geometry vector–Jacobian product with the volume ``ȳ`` and the upstream
+    projections ``g``, summed over the batch.
+    """
+    spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
+    return _ModularBackproject.apply(g, sources, centers, row_vectors, col_vectors, spec)
