@@ -23,7 +23,7 @@ from ..compat import tomographicModels
 from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
                         FBPFunctionGPU, FBPReverseFunctionCPU, FBPReverseFunctionGPU,
                         LinearOperatorFunction, ProjectorFunctionCPU, ProjectorFunctionGPU)
-from .geometry import modular_backproject, modular_project
+from .geometry import cone_beam_modular, modular_backproject, modular_project
 from .modules import FBP, BaseProjector, Projector
 from .polychromatic import PolychromaticProjector
 
@@ -34,5 +34,5 @@ __all__ = [
     "FBPFunctionCPU", "FBPFunctionGPU",
     "FBPReverseFunctionCPU", "FBPReverseFunctionGPU",
     "LinearOperatorFunction", "tomographicModels",
-    "modular_project", "modular_backproject",
+    "modular_project", "cone_beam_modular", "modular_backproject",
 ]

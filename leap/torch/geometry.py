@@ -25,6 +25,12 @@ input's dtype. A batch (leading dimension) shares one geometry; the geometry gra
 sums over it. The geometry gradient runs on the CPU kernels (CUDA inputs are copied to
 the host for it); the projections themselves run where :mod:`leap.operators` sends them.
 Gradients are first-order (``once_differentiable``): a second derivative raises.
+
+:func:`cone_beam_modular` builds the four tensors from standard cone-beam parameters
+(tensors: angles, detector offsets, tau, tilt, sod, sdd, helical pitch, per-view object
+shifts) with the formulas of :meth:`leap.geometry.ConeBeam.to_modular`, so gradients reach
+those parameters too; :meth:`leap.torch.Projector.geometry_parameters` does this for a
+module's cone-beam geometry.
 """
 from __future__ import annotations
 
@@ -35,9 +41,10 @@ from torch.autograd.function import once_differentiable
 from ..geometry import Detector, ModularBeam, Volume
 from ..kernels.cpu.modular_geometry_vjp import geometry_vjp
 from ..system import CTSystem
+from ._geometry_params import cone_beam_modular
 from ._operator import CTOperator
 
-__all__ = ["modular_project", "modular_backproject"]
+__all__ = ["modular_project", "modular_backproject", "cone_beam_modular"]
 
 _GEOMETRY_NAMES = ("sources", "centers", "row_vectors", "col_vectors")
 

@@ -21,7 +21,9 @@ import torch
 
 from ..compat import tomographicModels
 from . import functions as _functions
+from ._geometry_params import PARAMETER_NAMES, facade_parameters, modular_from_parameters
 from ._operator import CTOperator, check_input
+from .geometry import modular_backproject, modular_project
 
 __all__ = ["BaseProjector", "Projector", "FBP"]
 
@@ -296,14 +298,102 @@ class Projector(BaseProjector):
         self.forward_project = bool(forward_project)
 
     def forward(self, input):
-        """Project (``forward_project=True``) or back-project a batch; returns a new tensor."""
-        return self._run("project" if self.forward_project else "backproject", input)
+        """Project (``forward_project=True``) or back-project a batch; returns a new tensor.
+
+        Once :meth:`geometry_parameters` has been called, the geometry is the one those
+        parameters describe (through :func:`leap.torch.modular_project` /
+        :func:`~leap.torch.modular_backproject`), differentiable in them as well."""
+        params = self._geometry_params
+        if params is None:
+            return self._run("project" if self.forward_project else "backproject", input)
+        return self._run_parametric(input, params)
 
     def fbp(self, input):
         """FBP reconstruction of projections ``(batch, numAngles, numRows, numCols)`` →
         ``(batch, numZ, numY, numX)``, as ``leapct.FBP`` (differentiable; its gradient is
-        the exact adjoint of FBP)."""
+        the exact adjoint of FBP). Not available while :meth:`geometry_parameters` are
+        in use (write them back with :meth:`clear_geometry_parameters` first)."""
+        if self._geometry_params is not None:
+            raise RuntimeError("fbp uses the facade's geometry, not geometry_parameters(); "
+                               "call clear_geometry_parameters(write_back=True) first")
         return self._run("fbp", input)
+
+    # ----------------------------------------------------- geometry parameters
+    @property
+    def _geometry_params(self):
+        return self._modules.get("geometry_params")
+
+    def geometry_parameters(self):
+        """The cone-beam geometry as trainable parameters (``torch.optim`` can calibrate
+        them from data).
+
+        The first call reads the current geometry (``set_conebeam``, flat detector) into
+        float64 ``torch.nn.Parameter`` objects, registered in the submodule
+        ``geometry_params`` (so ``module.parameters()`` includes them); later calls return
+        the same parameters. From then on :meth:`forward` projects through the modular
+        form of these parameters (:func:`leap.torch.geometry.cone_beam_modular`), and its
+        gradient reaches them as well as the input. The detector size and pixel pitch,
+        the helical pitch and the volume stay the facade's.
+
+        Returns
+        -------
+        dict of str to torch.nn.Parameter
+            ``phis`` (numAngles,) degrees; ``centerRow``, ``centerCol`` pixels; ``tau``,
+            ``sod``, ``sdd`` mm; ``tiltAngle`` degrees; ``shifts`` (numAngles, 3) mm, a
+            per-view rigid translation of the object (zeros). Set ``requires_grad_(False)``
+            on those to keep fixed.
+
+        Raises
+        ------
+        ValueError
+            If the geometry is not a flat-detector cone beam.
+        """
+        if self._geometry_params is None:
+            values = facade_parameters(self.leapct)
+            self.geometry_params = torch.nn.ParameterDict(
+                {k: torch.nn.Parameter(values[k]) for k in PARAMETER_NAMES})
+        return dict(self._geometry_params.items())
+
+    def clear_geometry_parameters(self, write_back=False):
+        """Drop the :meth:`geometry_parameters`, so that calls use the facade's geometry
+        again; with ``write_back`` the facade first takes their current values
+        (``set_conebeam``, or ``set_modularbeam`` when ``shifts`` are not all zero)."""
+        params = self._geometry_params
+        if params is None:
+            return
+        if write_back:
+            lc = self.leapct
+            dims = (lc.get_numAngles(), lc.get_numRows(), lc.get_numCols(),
+                    lc.get_pixelHeight(), lc.get_pixelWidth())
+            with torch.no_grad():
+                if bool((params["shifts"] == 0).all()):
+                    v = {k: params[k].detach().cpu() for k in PARAMETER_NAMES}
+                    lc.set_conebeam(*dims, float(v["centerRow"]), float(v["centerCol"]),
+                                    v["phis"].numpy().copy(), float(v["sod"]), float(v["sdd"]),
+                                    float(v["tau"]), lc.get_helicalPitch(),
+                                    float(v["tiltAngle"]))
+                else:
+                    arrays = [t.cpu().numpy().copy()
+                              for t in modular_from_parameters(params, lc)]
+                    lc.set_modularbeam(*dims, *arrays)
+        del self.geometry_params
+
+    def _run_parametric(self, input, params):
+        system = self.leapct.system
+        if system.model is not None or system.mask is not None:
+            raise ValueError("geometry_parameters() project the plain line integrals: clear "
+                             "the attenuation map / axis of symmetry and the volume mask")
+        op = CTOperator(kind="project" if self.forward_project else "backproject",
+                        system=system)
+        check_input(input, op)
+        g = system.geometry.detector
+        spec = dict(num_rows=g.num_rows, num_cols=g.num_cols, pixel_height=g.pixel_height,
+                    pixel_width=g.pixel_width, volume=system.volume)
+        geometry = modular_from_parameters(params, self.leapct)
+        fn = modular_project if self.forward_project else modular_backproject
+        x = input.reshape(-1, *op.in_shape)
+        out = fn(x, *geometry, **spec)
+        return out.reshape(*input.shape[:-3], *op.out_shape)
 
 
 class FBP(BaseProjector):

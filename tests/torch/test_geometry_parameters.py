@@ -1,0 +1,236 @@
+"""Gradients with respect to the standard cone-beam parameters through their modular form
+(issue 35, second part): :func:`leap.torch.geometry.cone_beam_modular` and
+:meth:`leap.torch.Projector.geometry_parameters`.
+
+The finite differences follow ``test_geometry_gradients.py``: the float32 forward is
+differenced at steps that move the geometry by about 2e-4 mm (parameters in pixels and
+degrees are scaled accordingly), the upstream gradient ḡ is a smooth ramp, the views look
+along directions at least 20° from the diagonals, and the volume projects well inside the
+detector. The directional derivative of ``⟨P(θ(p)) f, ḡ⟩`` along each parameter must
+match the central difference to 1e-3 (relative).
+"""
+import math
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from leap.geometry import ConeBeam, Detector  # noqa: E402
+from leap.torch import Projector  # noqa: E402
+from leap.torch.geometry import cone_beam_modular  # noqa: E402
+
+NUM_ROWS, NUM_COLS, PIXEL_HEIGHT, PIXEL_WIDTH = 5, 6, 2.0, 1.7
+ANGLES = np.array([0.15, 1.45, 1.75, 3.0])         # radians, ≥ 20° from the diagonals
+STEP = 2e-4                                         # mm of displacement
+LEVER = 5.0                                         # mm: a tilt step over the detector
+#: Volume offset (x, y), mm: off the axis, so that rotating the scan moves the projections
+#: (a centred, smooth object's projections hardly change).
+OFF_CENTRE = (0.6, -0.5, 0.8)
+#: mm: a rotation of every view by δ moves the object's points by at most this × δ.
+OBJECT_RADIUS = 2.3
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_numba_thread():
+    import numba
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(n)
+
+
+# -------------------------------------------------------------- the conversion
+@pytest.mark.parametrize("helical", [False, True])
+def test_conversion_reproduces_to_modular(helical):
+    angles = np.linspace(0.1, 6.0, 7)
+    det = Detector(num_rows=NUM_ROWS, num_cols=NUM_COLS, pixel_height=PIXEL_HEIGHT,
+                   pixel_width=PIXEL_WIDTH, center_row=1.3, center_col=3.1)
+    pitch = 0.4 if helical else 0.0
+    cone = ConeBeam(detector=det, angles=angles, sod=30.0, sdd=50.0, tau=0.7,
+                    tilt=math.radians(1.5), helical_pitch=pitch)
+    m = cone.to_modular()
+    got = cone_beam_modular(torch.tensor(angles), num_rows=NUM_ROWS, num_cols=NUM_COLS,
+                            pixel_height=PIXEL_HEIGHT, pixel_width=PIXEL_WIDTH,
+                            center_row=1.3, center_col=3.1, sod=30.0, sdd=50.0, tau=0.7,
+                            tilt=math.radians(1.5), helical_pitch=pitch)
+    for t, ref in zip(got, (m.source_positions, m.module_centers, m.row_vectors,
+                            m.col_vectors)):
+        assert t.dtype == torch.float64 and t.shape == (angles.size, 3)
+        np.testing.assert_allclose(t.numpy(), ref, rtol=0, atol=1e-12)
+
+
+def test_conversion_shifts_translate_source_and_module():
+    angles = torch.tensor(ANGLES)
+    kw = dict(num_rows=NUM_ROWS, num_cols=NUM_COLS, pixel_height=PIXEL_HEIGHT,
+              pixel_width=PIXEL_WIDTH, center_row=2.0, center_col=2.5, sod=30.0, sdd=50.0)
+    shifts = torch.randn(ANGLES.size, 3, dtype=torch.float64)
+    plain = cone_beam_modular(angles, **kw)
+    moved = cone_beam_modular(angles, shifts=shifts, **kw)
+    torch.testing.assert_close(moved[0], plain[0] - shifts)
+    torch.testing.assert_close(moved[1], plain[1] - shifts)
+    torch.testing.assert_close(moved[2], plain[2])
+    torch.testing.assert_close(moved[3], plain[3])
+    with pytest.raises(ValueError, match="shifts"):
+        cone_beam_modular(angles, shifts=torch.zeros(2, 3), **kw)
+
+
+# ------------------------------------------------------------- the Projector
+def small_projector(center_col=2.4, tilt=1.0, offset=(0.0, 0.0)):
+    proj = Projector(forward_project=True)
+    proj.set_conebeam(ANGLES.size, NUM_ROWS, NUM_COLS, PIXEL_HEIGHT, PIXEL_WIDTH, 2.1,
+                      center_col, np.rad2deg(ANGLES), 30.0, 50.0, 0.2, 0.0, tilt)
+    proj.set_volume(5, 7, 6, 0.5, 0.5, *offset)
+    return proj
+
+
+def smooth_volume(shape=(6, 7, 5)):
+    z, y, x = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
+    f = 1 + 0.5 * np.sin(0.7 * x + 0.3) * np.cos(0.5 * y) + 0.3 * np.sin(0.4 * z)
+    return torch.tensor(f[None], dtype=torch.float32)
+
+
+def ramp():
+    a, j, i = np.meshgrid(np.arange(ANGLES.size), np.arange(NUM_ROWS), np.arange(NUM_COLS),
+                          indexing="ij")
+    return torch.tensor((1 + 0.3 * i + 0.2 * j + 0.1 * a)[None], dtype=torch.float64)
+
+
+def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
+    proj = small_projector()
+    f = smooth_volume().requires_grad_(True)
+    nominal = proj(f)
+    params = proj.geometry_parameters()
+    assert set(params) == {"phis", "centerRow", "centerCol", "tau", "tiltAngle", "sod",
+                           "sdd", "shifts"}
+    assert all(isinstance(p, torch.nn.Parameter) and p.requires_grad for p in params.values())
+    assert params["shifts"].shape == (ANGLES.size, 3) and not params["shifts"].any()
+    assert params["tiltAngle"].item() == 1.0 and params["centerCol"].item() == 2.4
+    assert proj.geometry_parameters()["sod"] is params["sod"]          # the same ones
+    assert {id(p) for p in proj.parameters()} == {id(p) for p in params.values()}
+    g = proj(f)
+    torch.testing.assert_close(g, nominal, rtol=1e-5, atol=1e-5)
+    (g.double() * ramp()).sum().backward()
+    assert f.grad is not None and float(f.grad.abs().sum()) > 0
+    assert all(p.grad is not None for p in params.values())
+    with pytest.raises(RuntimeError, match="clear_geometry_parameters"):
+        proj.fbp(g.detach())
+    with torch.no_grad():
+        params["centerCol"] += 0.25
+    proj.clear_geometry_parameters(write_back=True)
+    assert list(proj.parameters()) == []
+    assert proj.leapct.get_centerCol() == pytest.approx(2.65)
+
+
+def test_geometry_parameters_need_a_cone_beam():
+    proj = Projector()
+    proj.set_parallelbeam(4, 5, 6, 1.0, 1.0, 2.0, 2.5, np.arange(4.0))
+    with pytest.raises(ValueError, match="cone-beam"):
+        proj.geometry_parameters()
+
+
+def _loss(proj, f, gbar):
+    return float((proj(f).double() * gbar).sum())
+
+
+# parameter → (step in its units, direction generator)
+FD_CASES = {
+    "centerCol": STEP / PIXEL_WIDTH,
+    "centerRow": STEP / PIXEL_HEIGHT,
+    "tiltAngle": math.degrees(STEP / LEVER),
+    "sod": STEP,
+    "sdd": STEP,
+    "tau": STEP,
+    "phis": math.degrees(STEP / OBJECT_RADIUS),
+    "shifts": STEP,
+}
+
+
+#: Base geometries (centerCol px, tiltAngle °) at which each derivative is checked.
+BASES = ((2.4, 1.0), (2.6, 0.7), (2.45, -0.5))
+
+
+def _directional(name, center_col, tilt, rng):
+    """(analytic, central difference) of ⟨P(θ(p)) f, ḡ⟩ along one direction of ``name``."""
+    proj = small_projector(center_col, tilt, OFF_CENTRE)
+    f, gbar = smooth_volume(), ramp()
+    p = proj.geometry_parameters()[name]
+    d = torch.tensor(rng.standard_normal(p.shape), dtype=torch.float64)
+    # Mostly a rotation / translation of the whole scan, plus per-view parts (random
+    # per-view directions cancel, leaving slopes below the float32 differences' noise).
+    if name == "phis":
+        d = 1 + 0.5 * d / d.abs().max()
+    elif name == "shifts":      # each view's object moved mostly across its rays
+        lateral = np.stack([np.cos(ANGLES), np.sin(ANGLES), 0.5 + 0 * ANGLES], axis=1)
+        d = torch.tensor(lateral) + 0.3 * d / d.abs().max()
+    else:
+        d = torch.ones((), dtype=torch.float64)
+    (proj(f).double() * gbar).sum().backward()
+    analytic = float((p.grad * d).sum())
+    h = FD_CASES[name]
+    with torch.no_grad():
+        base = p.detach().clone()
+        p.copy_(base + h * d)
+        up = _loss(proj, f, gbar)
+        p.copy_(base - h * d)
+        down = _loss(proj, f, gbar)
+        p.copy_(base)
+    return analytic, (up - down) / (2 * h)
+
+
+@pytest.mark.parametrize("name", sorted(FD_CASES))
+def test_directional_derivatives_match_finite_differences(name):
+    """‖analytic − FD‖ / ‖FD‖ over the three base geometries ≤ 1e-3."""
+    rng = np.random.default_rng(sorted(FD_CASES).index(name))
+    pairs = np.array([_directional(name, c, t, rng) for c, t in BASES])
+    analytic, fd = pairs[:, 0], pairs[:, 1]
+    err = np.linalg.norm(analytic - fd) / np.linalg.norm(fd)
+    print(f"{name}: analytic {analytic}, FD {fd}, relative error {err:.2e}")
+    assert err <= 1e-3, (name, analytic, fd)
+
+
+# ------------------------------------------------------------------ calibration
+def blobs(n=24, voxel=0.5):
+    """A few Gaussian blobs, off the axis and at several heights, (1, n, n, n)."""
+    c = (np.arange(n) - (n - 1) / 2) * voxel
+    z, y, x = np.meshgrid(c, c, c, indexing="ij")
+    f = np.zeros((n, n, n))
+    for (bx, by, bz, s) in ((2.0, 1.0, 3.0, 1.2), (-2.5, 0.5, -2.5, 1.0),
+                            (0.5, -3.0, 0.5, 1.5), (-1.0, 2.5, -4.0, 0.9)):
+        f += np.exp(-((x - bx) ** 2 + (y - by) ** 2 + (z - bz) ** 2) / (2 * s * s))
+    return torch.tensor(f[None], dtype=torch.float32)
+
+
+def calibration_projector(center_col, tilt):
+    proj = Projector()
+    proj.set_conebeam(12, 32, 40, 1.0, 1.0, 15.5, center_col, np.arange(12) * 30.0 + 7.0,
+                      100.0, 150.0, 0.0, 0.0, tilt)
+    proj.set_volume(24, 24, 24, 0.5, 0.5)
+    return proj
+
+
+def test_calibration_recovers_center_col_and_tilt():
+    start = time.perf_counter()
+    f = blobs()
+    with torch.no_grad():
+        data = calibration_projector(19.5 + 0.7, 0.5)(f)
+    proj = calibration_projector(19.5, 0.0)
+    params = proj.geometry_parameters()
+    fitted = [params["centerCol"], params["tiltAngle"]]
+    for p in params.values():
+        if all(p is not q for q in fitted):
+            p.requires_grad_(False)
+    opt = torch.optim.LBFGS(fitted, lr=1.0, max_iter=40, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((proj(f) - data) ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    col, tilt = params["centerCol"].item(), params["tiltAngle"].item()
+    print(f"calibration: centerCol {col:.4f} (true 20.2), tilt {tilt:.4f}° (true 0.5), "
+          f"{time.perf_counter() - start:.1f} s")
+    assert abs(col - 20.2) < 0.05 and abs(tilt - 0.5) < 0.05
