@@ -22,8 +22,10 @@ stay orthogonal to within 0.01 (``ModularBeam``'s rule), or the forward raises.
 
 Inputs are computed in float32 (the kernels' precision) and results returned in the
 input's dtype. A batch (leading dimension) shares one geometry; the geometry gradient
-sums over it. The geometry gradient runs on the CPU kernels (CUDA inputs are copied to
-the host for it); the projections themselves run where :mod:`leap.operators` sends them.
+sums over it. The geometry gradient runs where the volume and upstream gradient are: on
+CUDA tensors the CUDA kernel (:mod:`leap.kernels.cuda.modular_geometry_vjp`, on the
+caller's stream), otherwise the CPU one; the projections themselves run where
+:mod:`leap.operators` sends them.
 Gradients are first-order (``once_differentiable``): a second derivative raises.
 
 :func:`cone_beam_modular` builds the four tensors from standard cone-beam parameters
@@ -114,15 +116,32 @@ def _normalisation_vjp(raw, grad):
     return (grad - u * np.sum(u * grad, axis=1, keepdims=True)) / norm
 
 
+def _cuda_samples(x, shape):
+    """float32 contiguous CUDA tensor (batch, *shape) of the CUDA tensor x."""
+    return x.detach().to(torch.float32).contiguous().reshape(-1, *shape)
+
+
 def _geometry_grads(system, raw, f, gbar, tensors, needs):
-    """The geometry VJP for the tensors that need it (None for the others)."""
+    """The geometry VJP for the tensors that need it (None for the others): the CUDA
+    kernel when f and gbar are CUDA tensors, else the CPU kernel."""
     if not any(needs):
         return (None,) * 4
     geo, vol, det = system.geometry, system.volume, system.geometry.detector
-    grads = list(geometry_vjp(_as_samples(f, vol.shape), _as_samples(gbar, geo.projection_shape),
-                              geo.source_positions, geo.module_centers, geo.row_vectors,
-                              geo.col_vectors, vol.x0, vol.y0, vol.z0, vol.voxel_width,
-                              vol.voxel_height, det.pixel_width, det.pixel_height))
+    rest = (geo.source_positions, geo.module_centers, geo.row_vectors, geo.col_vectors,
+            vol.x0, vol.y0, vol.z0, vol.voxel_width, vol.voxel_height, det.pixel_width,
+            det.pixel_height)
+    if f.is_cuda and gbar.is_cuda and f.device == gbar.device:
+        from ..arrays import as_numba, caller_stream, device_context, require_cuda
+        require_cuda()
+        from ..kernels.cuda.modular_geometry_vjp import geometry_vjp as cuda_geometry_vjp
+        fs = _cuda_samples(f, vol.shape)
+        gs = _cuda_samples(gbar, geo.projection_shape)
+        with device_context(fs.device.index):
+            grads = list(cuda_geometry_vjp(as_numba(fs), as_numba(gs), *rest,
+                                           stream=caller_stream(fs)))
+    else:
+        grads = list(geometry_vjp(_as_samples(f, vol.shape),
+                                  _as_samples(gbar, geo.projection_shape), *rest))
     grads[2] = _normalisation_vjp(raw[2], grads[2])
     grads[3] = _normalisation_vjp(raw[3], grads[3])
     return tuple(torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None

@@ -130,159 +130,170 @@ def end_terms(U, qx, qy, qz, t, m, inv_dn):
     return U, U * k, ut, utk, ut * qx, ut * qy, ut * qz, utk * qx, utk * qy, utk * qz
 
 
-_inline = numba.njit(inline="always", **JIT)
-_footprint_terms = _inline(footprint_terms)
-_end_pixel = _inline(end_pixel)
-_end_terms = _inline(end_terms)
+#: Slots of the per-view accumulator (float64, :data:`NACC` of them) that
+#: :func:`make_vjp_kernels`' ``voxel_vjp`` fills and ``view_vjp`` reads: column ends
+#: ``Σ U, Σ U·k, Σ U·t, Σ U·t·k`` (0–3), ``Σ U·t·q`` (4–6), ``Σ U·k·t·q`` (7–9); the same
+#: for the row ends (10–19); ``∂L/∂s`` through ``l`` (20–22).
+NACC = 23
 
 
-@numba.njit(**PARALLEL_JIT)
-def _vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_height,
-         pixel_width, pixel_height, d_sources, d_centers, d_rows, d_cols):
-    """Accumulate into the (na, 3) float64 outputs; f (nb, nz, ny, nx) and gbar
-    (nb, na, nrows, ncols) float32, the batch summed."""
-    nb, nz, ny, nx = f.shape
-    na, nrows, ncols = gbar.shape[1], gbar.shape[2], gbar.shape[3]
-    half_w = 0.5 * voxel_width
-    half_h = 0.5 * voxel_height
-    for a in prange(na):
-        sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = modular_view_frame(
-            sources, centers, rows, cols, a)
-        inv_dn = 1.0 / dn if dn != 0.0 else 0.0   # dn = 0: every voxel is skipped
-        # Column ends (c) and row ends (r): Σ U, Σ U·k, Σ U·t, Σ U·t·k, Σ U·t·q, Σ U·k·t·q.
-        c1 = c2 = c3 = c4 = cbx = cby = cbz = ccx = ccy = ccz = 0.0
-        w1 = w2 = w3 = w4 = wbx = wby = wbz = wcx = wcy = wcz = 0.0
-        lx = ly = lz = 0.0                       # ∂L/∂s through l
-        for kz in range(nz):
-            z = z0 + kz * voxel_height
-            for iy in range(ny):
-                y = y0 + iy * voxel_width
-                for ix in range(nx):
-                    nonzero = False
-                    for b in range(nb):
-                        if f[b, kz, iy, ix] != 0.0:
-                            nonzero = True
-                            break
-                    if not nonzero:
-                        continue
-                    x = x0 + ix * voxel_width
-                    (ua, ub, va, vb, l, ax, ay, ta, tb, tc, td, ma, mb, mc, md,
-                     big_is_x) = _footprint_terms(x, y, z, sx, sy, sz, su, sv, n0, n1, n2, dn,
-                                                  e0, e1, e2, r0, r1, r2, half_w, half_h)
-                    if l == 0.0:
-                        continue
-                    swap_u = ua > ub
-                    swap_v = va > vb
-                    ulo, uhi = (ub, ua) if swap_u else (ua, ub)
-                    vlo, vhi = (vb, va) if swap_v else (va, vb)
-                    c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1 = modular_box(
-                        ulo, uhi, vlo, vhi, pixel_width, pixel_height, ncols, nrows)
-                    if not (c_hi > c_lo and r_hi > r_lo):
-                        continue
-                    il = _end_pixel(c_lo, ncols)
-                    ih = _end_pixel(c_hi, ncols)
-                    jl = _end_pixel(r_lo, nrows)
-                    jh = _end_pixel(r_hi, nrows)
-                    G = SL = SH = RL = RH = 0.0
-                    for b in range(nb):
-                        val = f[b, kz, iy, ix]
-                        if val == 0.0:
-                            continue
-                        G_b = SL_b = SH_b = RL_b = RH_b = 0.0
-                        for j in range(j0, j1 + 1):
-                            wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
-                            if wr == 0.0 and j != jh:   # r_hi on row jh's lower edge
-                                continue
-                            t = 0.0
-                            for i in range(i0, i1 + 1):
-                                t += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * gbar[b, a, j, i]
-                            G_b += wr * t
-                            if il >= 0:
-                                SL_b += wr * gbar[b, a, j, il]
-                            if ih >= 0:
-                                SH_b += wr * gbar[b, a, j, ih]
-                            if j == jl:
-                                RL_b = t
-                            if j == jh:
-                                RH_b = t
-                        G += val * G_b
-                        SL += val * SL_b
-                        SH += val * SH_b
-                        RL += val * RL_b
-                        RH += val * RH_b
-                    scale = voxel_width * l
-                    # ∂L/∂(lo, hi) in mm, then onto the unsorted ends.
-                    d_ulo = -scale * SL / pixel_width
-                    d_uhi = scale * SH / pixel_width
-                    d_vlo = -scale * RL / pixel_height
-                    d_vhi = scale * RH / pixel_height
-                    Ua, Ub = (d_uhi, d_ulo) if swap_u else (d_ulo, d_uhi)
-                    Va, Vb = (d_vhi, d_vlo) if swap_v else (d_vlo, d_vhi)
-                    dx = x - sx
-                    dy = y - sy
-                    dz = z - sz
-                    # Column ends at p ∓ (ax, ay, 0).
-                    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = _end_terms(
-                        Ua, dx - ax, dy - ay, dz, ta, ma, inv_dn)
-                    c1 += t1
-                    c2 += t2
-                    c3 += t3
-                    c4 += t4
-                    cbx += t5
-                    cby += t6
-                    cbz += t7
-                    ccx += t8
-                    ccy += t9
-                    ccz += t10
-                    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = _end_terms(
-                        Ub, dx + ax, dy + ay, dz, tb, mb, inv_dn)
-                    c1 += t1
-                    c2 += t2
-                    c3 += t3
-                    c4 += t4
-                    cbx += t5
-                    cby += t6
-                    cbz += t7
-                    ccx += t8
-                    ccy += t9
-                    ccz += t10
-                    # Row ends at p ∓ (0, 0, half_h).
-                    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = _end_terms(
-                        Va, dx, dy, dz - half_h, tc, mc, inv_dn)
-                    w1 += t1
-                    w2 += t2
-                    w3 += t3
-                    w4 += t4
-                    wbx += t5
-                    wby += t6
-                    wbz += t7
-                    wcx += t8
-                    wcy += t9
-                    wcz += t10
-                    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = _end_terms(
-                        Vb, dx, dy, dz + half_h, td, md, inv_dn)
-                    w1 += t1
-                    w2 += t2
-                    w3 += t3
-                    w4 += t4
-                    wbx += t5
-                    wby += t6
-                    wbz += t7
-                    wcx += t8
-                    wcy += t9
-                    wcz += t10
-                    # l = |d| / big, d = p − s: ∂L/∂s = −L̄ ∂l/∂d.
-                    # ∂l/∂d = d/(|d|·big) − (l/big)·sign·axis, and 1/big = l/|d|.
-                    d2 = dx * dx + dy * dy + dz * dz
-                    h = voxel_width * G * l / d2
-                    lx -= h * dx
-                    ly -= h * dy
-                    lz -= h * dz
-                    h *= l * l
-                    if big_is_x:
-                        lx += h * dx
-                    else:
-                        ly += h * dy
+def make_vjp_kernels(jit, footprint_terms, end_pixel, end_terms, overlap, modular_box):
+    """Build, with one target's ``jit`` decorator, the per-(view, voxel) and per-view
+    steps of the VJP on top of that target's compiled helpers (composites are made per
+    target, see :func:`leap.kernels.footprints.make_modular_kernels`): the CPU kernel
+    below and :mod:`leap.kernels.cuda.modular_geometry_vjp` run the same arithmetic.
+
+    Returns ``(voxel_vjp, view_vjp)``:
+
+    * ``voxel_vjp(f, gbar, a, kz, iy, ix, x, y, z, frame, inv_dn, half_w, half_h,
+      voxel_width, pixel_width, pixel_height, acc)`` adds voxel ``(kz, iy, ix)``'s terms
+      for view ``a`` into ``acc`` (:data:`NACC` float64); ``frame`` is view ``a``'s
+      ``modular_view_frame`` tuple;
+    * ``view_vjp(acc, centers, a, frame, d_sources, d_centers, d_rows, d_cols)`` adds
+      view ``a``'s gradients, linear in ``acc``, into the (na, 3) outputs.
+
+    (Calls stay under 30 arguments: CPython passes more as ``*args``, which Numba
+    cannot inline.)
+    """
+    @jit
+    def voxel_vjp(f, gbar, a, kz, iy, ix, x, y, z, frame, inv_dn, half_w, half_h,
+                  voxel_width, pixel_width, pixel_height, acc):
+        sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = frame
+        nb = f.shape[0]
+        nrows, ncols = gbar.shape[2], gbar.shape[3]
+        nonzero = False
+        for b in range(nb):
+            if f[b, kz, iy, ix] != 0.0:
+                nonzero = True
+                break
+        if not nonzero:
+            return
+        (ua, ub, va, vb, l, ax, ay, ta, tb, tc, td, ma, mb, mc, md,
+         big_is_x) = footprint_terms(x, y, z, sx, sy, sz, su, sv, n0, n1, n2, dn,
+                                     e0, e1, e2, r0, r1, r2, half_w, half_h)
+        if l == 0.0:
+            return
+        swap_u = ua > ub
+        swap_v = va > vb
+        ulo, uhi = (ub, ua) if swap_u else (ua, ub)
+        vlo, vhi = (vb, va) if swap_v else (va, vb)
+        c_lo, c_hi, r_lo, r_hi, i0, i1, j0, j1 = modular_box(
+            ulo, uhi, vlo, vhi, pixel_width, pixel_height, ncols, nrows)
+        if not (c_hi > c_lo and r_hi > r_lo):
+            return
+        il = end_pixel(c_lo, ncols)
+        ih = end_pixel(c_hi, ncols)
+        jl = end_pixel(r_lo, nrows)
+        jh = end_pixel(r_hi, nrows)
+        G = SL = SH = RL = RH = 0.0
+        for b in range(nb):
+            val = f[b, kz, iy, ix]
+            if val == 0.0:
+                continue
+            G_b = SL_b = SH_b = RL_b = RH_b = 0.0
+            for j in range(j0, j1 + 1):
+                wr = overlap(r_lo, r_hi, j - 0.5, j + 0.5)
+                if wr == 0.0 and j != jh:   # r_hi on row jh's lower edge
+                    continue
+                t = 0.0
+                for i in range(i0, i1 + 1):
+                    t += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * gbar[b, a, j, i]
+                G_b += wr * t
+                if il >= 0:
+                    SL_b += wr * gbar[b, a, j, il]
+                if ih >= 0:
+                    SH_b += wr * gbar[b, a, j, ih]
+                if j == jl:
+                    RL_b = t
+                if j == jh:
+                    RH_b = t
+            G += val * G_b
+            SL += val * SL_b
+            SH += val * SH_b
+            RL += val * RL_b
+            RH += val * RH_b
+        scale = voxel_width * l
+        # ∂L/∂(lo, hi) in mm, then onto the unsorted ends.
+        d_ulo = -scale * SL / pixel_width
+        d_uhi = scale * SH / pixel_width
+        d_vlo = -scale * RL / pixel_height
+        d_vhi = scale * RH / pixel_height
+        Ua, Ub = (d_uhi, d_ulo) if swap_u else (d_ulo, d_uhi)
+        Va, Vb = (d_vhi, d_vlo) if swap_v else (d_vlo, d_vhi)
+        dx = x - sx
+        dy = y - sy
+        dz = z - sz
+        # Column ends at p ∓ (ax, ay, 0).
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
+            Ua, dx - ax, dy - ay, dz, ta, ma, inv_dn)
+        acc[0] += t1
+        acc[1] += t2
+        acc[2] += t3
+        acc[3] += t4
+        acc[4] += t5
+        acc[5] += t6
+        acc[6] += t7
+        acc[7] += t8
+        acc[8] += t9
+        acc[9] += t10
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
+            Ub, dx + ax, dy + ay, dz, tb, mb, inv_dn)
+        acc[0] += t1
+        acc[1] += t2
+        acc[2] += t3
+        acc[3] += t4
+        acc[4] += t5
+        acc[5] += t6
+        acc[6] += t7
+        acc[7] += t8
+        acc[8] += t9
+        acc[9] += t10
+        # Row ends at p ∓ (0, 0, half_h).
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
+            Va, dx, dy, dz - half_h, tc, mc, inv_dn)
+        acc[10] += t1
+        acc[11] += t2
+        acc[12] += t3
+        acc[13] += t4
+        acc[14] += t5
+        acc[15] += t6
+        acc[16] += t7
+        acc[17] += t8
+        acc[18] += t9
+        acc[19] += t10
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
+            Vb, dx, dy, dz + half_h, td, md, inv_dn)
+        acc[10] += t1
+        acc[11] += t2
+        acc[12] += t3
+        acc[13] += t4
+        acc[14] += t5
+        acc[15] += t6
+        acc[16] += t7
+        acc[17] += t8
+        acc[18] += t9
+        acc[19] += t10
+        # l = |d| / big, d = p − s: ∂L/∂s = −L̄ ∂l/∂d.
+        # ∂l/∂d = d/(|d|·big) − (l/big)·sign·axis, and 1/big = l/|d|.
+        d2 = dx * dx + dy * dy + dz * dz
+        h = voxel_width * G * l / d2
+        acc[20] -= h * dx
+        acc[21] -= h * dy
+        acc[22] -= h * dz
+        h *= l * l
+        if big_is_x:
+            acc[20] += h * dx
+        else:
+            acc[21] += h * dy
+
+    @jit
+    def view_vjp(acc, centers, a, frame, d_sources, d_centers, d_rows, d_cols):
+        sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = frame
+        c1, c2, c3, c4 = acc[0], acc[1], acc[2], acc[3]
+        cbx, cby, cbz, ccx, ccy, ccz = acc[4], acc[5], acc[6], acc[7], acc[8], acc[9]
+        w1, w2, w3, w4 = acc[10], acc[11], acc[12], acc[13]
+        wbx, wby, wbz, wcx, wcy, wcz = acc[14], acc[15], acc[16], acc[17], acc[18], acc[19]
+        lx, ly, lz = acc[20], acc[21], acc[22]
         qx, qy, qz = sx - centers[a, 0], sy - centers[a, 1], sz - centers[a, 2]   # s − c
         # ∂L/∂n: A2 (c − s) − C, both families.
         nbx = -(c2 + w2) * qx - (ccx + wcx)
@@ -302,6 +313,41 @@ def _vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_h
         d_rows[a, 0] += w1 * qx + wbx + (nby * e2 - nbz * e1)
         d_rows[a, 1] += w1 * qy + wby + (nbz * e0 - nbx * e2)
         d_rows[a, 2] += w1 * qz + wbz + (nbx * e1 - nby * e0)
+
+    return voxel_vjp, view_vjp
+
+
+_inline = numba.njit(inline="always", **JIT)
+_footprint_terms = _inline(footprint_terms)
+_end_pixel = _inline(end_pixel)
+_end_terms = _inline(end_terms)
+_voxel_vjp, _view_vjp = make_vjp_kernels(_inline, _footprint_terms, _end_pixel, _end_terms,
+                                         overlap, modular_box)
+
+
+@numba.njit(**PARALLEL_JIT)
+def _vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width, voxel_height,
+         pixel_width, pixel_height, d_sources, d_centers, d_rows, d_cols):
+    """Accumulate into the (na, 3) float64 outputs; f (nb, nz, ny, nx) and gbar
+    (nb, na, nrows, ncols) float32, the batch summed."""
+    nb, nz, ny, nx = f.shape
+    na = gbar.shape[1]
+    half_w = 0.5 * voxel_width
+    half_h = 0.5 * voxel_height
+    for a in prange(na):
+        frame = modular_view_frame(sources, centers, rows, cols, a)
+        dn = frame[8]
+        inv_dn = 1.0 / dn if dn != 0.0 else 0.0   # dn = 0: every voxel is skipped
+        acc = np.zeros(NACC)
+        for kz in range(nz):
+            z = z0 + kz * voxel_height
+            for iy in range(ny):
+                y = y0 + iy * voxel_width
+                for ix in range(nx):
+                    x = x0 + ix * voxel_width
+                    _voxel_vjp(f, gbar, a, kz, iy, ix, x, y, z, frame, inv_dn, half_w,
+                               half_h, voxel_width, pixel_width, pixel_height, acc)
+        _view_vjp(acc, centers, a, frame, d_sources, d_centers, d_rows, d_cols)
 
 
 def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
