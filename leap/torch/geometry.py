@@ -148,49 +148,35 @@ def _geometry_grads(system, raw, f, gbar, tensors, needs):
                  for g, t, need in zip(grads, tensors, needs))
 
 
-class _ModularProject(torch.autograd.Function):
-    """g = P(θ) f; backward: Pᵀ ḡ for f, the geometry VJP for θ."""
+class _ModularOperator(torch.autograd.Function):
+    """``P(θ) x`` (``kind="project"``) or ``Pᵀ(θ) x`` (``"backproject"``). Backward: the
+    other one applied to the upstream gradient for x, and for θ the projector's geometry
+    VJP with (f, ḡ) = (x, upstream) for P and (upstream, x) for Pᵀ, since
+    ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩."""
 
     @staticmethod
-    def forward(ctx, f, sources, centers, rows, cols, spec):
+    def forward(ctx, x, sources, centers, rows, cols, spec, kind):
         system, raw = _build((sources, centers, rows, cols), *spec)
-        _check_data(f, "f", system.volume_shape, "(num_z, num_y, num_x)")
-        ctx.system, ctx.raw = system, raw
-        ctx.save_for_backward(f, sources, centers, rows, cols)
-        return CTOperator(kind="project", system=system)(f)
+        if kind == "project":
+            _check_data(x, "f", system.volume_shape, "(num_z, num_y, num_x)")
+        else:
+            _check_data(x, "g", system.projection_shape, "(num_views, num_rows, num_cols)")
+        ctx.system, ctx.raw, ctx.kind = system, raw, kind
+        ctx.save_for_backward(x, sources, centers, rows, cols)
+        return CTOperator(kind=kind, system=system)(x)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, gbar):
-        f, *tensors = ctx.saved_tensors
-        grad_f = None
+    def backward(ctx, upstream):
+        x, *tensors = ctx.saved_tensors
+        project = ctx.kind == "project"
+        grad_x = None
         if ctx.needs_input_grad[0]:
-            grad_f = CTOperator(kind="backproject", system=ctx.system)(gbar.contiguous())
+            grad_x = CTOperator(kind="backproject" if project else "project",
+                                system=ctx.system)(upstream.contiguous())
+        f, gbar = (x, upstream) if project else (upstream, x)
         grads = _geometry_grads(ctx.system, ctx.raw, f, gbar, tensors, ctx.needs_input_grad[1:5])
-        return (grad_f, *grads, None)
-
-
-class _ModularBackproject(torch.autograd.Function):
-    """y = Pᵀ(θ) g; backward: P ȳ for g and, since ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩, the
-    projector's geometry VJP with f := ȳ and ḡ := g."""
-
-    @staticmethod
-    def forward(ctx, g, sources, centers, rows, cols, spec):
-        system, raw = _build((sources, centers, rows, cols), *spec)
-        _check_data(g, "g", system.projection_shape, "(num_views, num_rows, num_cols)")
-        ctx.system, ctx.raw = system, raw
-        ctx.save_for_backward(g, sources, centers, rows, cols)
-        return CTOperator(kind="backproject", system=system)(g)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, ybar):
-        g, *tensors = ctx.saved_tensors
-        grad_g = None
-        if ctx.needs_input_grad[0]:
-            grad_g = CTOperator(kind="project", system=ctx.system)(ybar.contiguous())
-        grads = _geometry_grads(ctx.system, ctx.raw, ybar, g, tensors, ctx.needs_input_grad[1:5])
-        return (grad_g, *grads, None)
+        return (grad_x, *grads, None, None)
 
 
 def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
@@ -232,7 +218,8 @@ def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, 
         orthogonal, a source in its module's plane).
     """
     spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
-    return _ModularProject.apply(f, sources, centers, row_vectors, col_vectors, spec)
+    return _ModularOperator.apply(f, sources, centers, row_vectors, col_vectors, spec,
+                                  "project")
 
 
 def modular_backproject(g, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
@@ -249,4 +236,5 @@ def modular_backproject(g, sources, centers, row_vectors, col_vectors, *, num_ro
     projections ``g``, summed over the batch.
     """
     spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
-    return _ModularBackproject.apply(g, sources, centers, row_vectors, col_vectors, spec)
+    return _ModularOperator.apply(g, sources, centers, row_vectors, col_vectors, spec,
+                                  "backproject")
