@@ -1,4 +1,8 @@
 """Shared fixtures and helpers for the test suite."""
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +15,24 @@ REPO_ROOT = TESTS_DIR.parent
 REFERENCE_DIR = TESTS_DIR / "data" / "leap_reference"
 UPSTREAM_DIR = TESTS_DIR / "data" / "leap_upstream"
 REFERENCE_CASES = ("parallel2d", "fan2d", "cone", "cone_curved")
+#: Whether this process runs under Numba's CUDA simulator (a test file re-run by
+#: :func:`run_sim_tests`).
+SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def run_sim_tests(test_file, timeout=900):
+    """Run the ``TestSim*`` tests of ``test_file`` in a subprocess under Numba's CUDA
+    simulator (it must be on before numba loads) and assert that they passed."""
+    pytest.importorskip("numba.cuda")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    t = time.time()
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        "-k", "TestSim", str(test_file)],
+                       env=env, capture_output=True, text=True, timeout=timeout,
+                       cwd=str(REPO_ROOT))
+    out = r.stdout[-6000:] + r.stderr[-3000:]
+    assert r.returncode == 0, f"simulator tests failed ({time.time() - t:.0f} s):\n{out}"
+    assert " passed" in r.stdout, out
 
 
 def rel_l2(a, b):

@@ -7,19 +7,13 @@ As in ``test_cuda_sim.py``, the normal run starts this file again in a subproces
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import leap
-from conftest import REPO_ROOT
+from conftest import SIM, run_sim_tests
 
-SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 TOL = 1e-5
 
 DET = leap.Detector(num_rows=4, num_cols=5, pixel_height=1.0, pixel_width=1.0)
@@ -64,16 +58,7 @@ def rel(a, b):
 @pytest.mark.slow
 @pytest.mark.skipif(SIM, reason="this is the launcher")
 def test_cuda_geometry_vjp_under_simulator():
-    pytest.importorskip("numba.cuda")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    t = time.time()
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "-k", "TestSim", str(Path(__file__))],
-                       env=env, capture_output=True, text=True, timeout=900,
-                       cwd=str(REPO_ROOT))
-    out = r.stdout[-6000:] + r.stderr[-3000:]
-    assert r.returncode == 0, f"simulator tests failed ({time.time() - t:.0f} s):\n{out}"
-    assert " passed" in r.stdout, out
+    run_sim_tests(__file__)
 
 
 class TestSimGeometryVJP:

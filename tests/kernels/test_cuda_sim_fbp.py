@@ -6,19 +6,14 @@ As in ``test_cuda_sim.py``, the normal run starts this file again in a subproces
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import leap
-from conftest import REPO_ROOT
+from conftest import SIM, run_sim_tests
 from leap.fbp import fbp, fbp_adjoint
 
-SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 DET = leap.Detector(num_rows=6, num_cols=32, pixel_height=2.0, pixel_width=2.0)
 
@@ -37,14 +32,7 @@ def _cone(range_deg, num_angles=90, *, center_col=None, tau=0.0, det=DET, vol=No
 @pytest.mark.skipif(SIM, reason="this is the launcher")
 def test_gpu_fbp_of_modular_beams_under_simulator():
     """The GPU FBP shares the CPU's weights: modular short and offset scans agree."""
-    pytest.importorskip("numba.cuda")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "-k", "TestSim", str(Path(__file__))],
-                       env=env, capture_output=True, text=True, timeout=600,
-                       cwd=str(REPO_ROOT))
-    out = r.stdout[-6000:] + r.stderr[-3000:]
-    assert r.returncode == 0 and " passed" in r.stdout, out
+    run_sim_tests(__file__, timeout=600)
 
 
 @pytest.mark.skipif(not SIM, reason="runs under NUMBA_ENABLE_CUDASIM=1 only")

@@ -6,10 +6,6 @@ Numba's simulator in a subprocess (``TestSim*``)."""
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,11 +13,10 @@ import pytest
 xl = pytest.importorskip("xraylib")
 
 import leap  # noqa: E402
-from conftest import REPO_ROOT  # noqa: E402
+from conftest import SIM, run_sim_tests  # noqa: E402
 from leap.physics import cross_sections as cs  # noqa: E402
 from leap.physics import scatter as sc  # noqa: E402
 
-SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 MEC2 = sc.ELECTRON_REST_ENERGY_KEV
 
 
@@ -632,13 +627,7 @@ class TestFacade:
 # ---------------------------------------------------------------- the CUDA kernels
 @pytest.mark.skipif(SIM, reason="this is the launcher")
 def test_cuda_kernels_under_simulator():
-    pytest.importorskip("numba.cuda")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "-k", "TestSim", str(Path(__file__))], env=env, capture_output=True,
-                       text=True, timeout=600, cwd=str(REPO_ROOT))
-    out = r.stdout[-4000:] + r.stderr[-2000:]
-    assert r.returncode == 0 and " passed" in r.stdout, out
+    run_sim_tests(__file__, timeout=600)
 
 
 class TestSimScatter:
