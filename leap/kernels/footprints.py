@@ -1,7 +1,7 @@
 """Footprint geometry shared by every kernel, written once as plain functions.
 
 These functions use only scalar arithmetic and ``math``, so the same source compiles
-with ``numba.njit(inline="always")`` for the CPU kernels and with
+with ``numba.njit`` for the CPU kernels (:mod:`leap.kernels.cpu._jit`) and with
 ``numba.cuda.jit(device=True)`` for the GPU kernels: both back-ends compute the same
 model. All coordinates are float64, lengths in mm, detector coordinates in fractional
 pixel indices (pixel ``i`` covers ``[i - 0.5, i + 0.5]``).

@@ -10,12 +10,11 @@ columns behind the source (zero weight), and views whose detector rows are shift
 different whole rows (runs of 2, 3, 1, 4, 2 and 1 equal shifts: a shift change ends a
 group).
 """
-import numba
 import numpy as np
 import pytest
 
 import leap
-from leap.kernels.cpu import axial, launch
+from leap.kernels.cpu import axial_direct, launch
 from leap.kernels.plan import make_plan
 
 VOLUME = leap.Volume(num_x=23, num_y=19, num_z=6, voxel_width=0.5, voxel_height=0.5)
@@ -36,19 +35,18 @@ def _geometries():
 
 
 def _kernel_backproject(plan, g, views, row_shift):
-    """axial.backproject of the views ``views`` of g, detector rows of view a moved by
+    """axial_direct.backproject of the views ``views`` of g, detector rows of view a moved by
     ``row_shift[a]`` whole rows (as a per-view detector centre would)."""
     s = plan.scalars()
     v, sdd, center_col, center_row, fov_r2, stretch = launch._axial_form(plan)
     assert launch.direct_rows(plan)
     G = launch.prepare_projections(plan, g)[views]
     f = np.empty(plan.volume.shape, dtype=np.float32)
-    axial.backproject(np.ascontiguousarray(G), f, v.col_dir[views], v.source_xy[views],
-                      v.source_z[views], launch._focus(v)[views], sdd[views], v.sod, v.helical_pitch, v.column_model,
-                      v.magnify_z, fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
-                      s.pixel_width, s.pixel_height, center_col[views],
-                      (center_row + row_shift)[views], s.dist_sod, np.zeros((0, 0)), stretch,
-                      numba.get_num_threads(), True)
+    axial_direct.backproject(np.ascontiguousarray(G), f, v.col_dir[views], v.source_xy[views],
+                             v.source_z[views], sdd[views], v.sod, v.helical_pitch,
+                             v.column_model, fov_r2, s.x0, s.y0, s.z0, s.voxel_width,
+                             s.voxel_height, s.pixel_width, s.pixel_height, center_col[views],
+                             (center_row + row_shift)[views], s.dist_sod)
     return f
 
 

@@ -8,12 +8,14 @@ case in :mod:`leap.kernels.cpu.axial_slice`; the direct-row passes (parallel and
 beams whose slices lie on detector rows, which read values rather than cumulative sums)
 in :mod:`leap.kernels.cpu.axial_direct`. This module holds the entry points
 (:func:`project`, :func:`backproject`), the cone family's per-view and per-tile passes
-(:func:`_project_view`, :func:`_backproject_tile`) and the tiling (:func:`tile_edge`);
-it imports the direct-row passes, never the other way round.
+(:func:`_project_view`, :func:`_backproject_tile`) and the tiling (:func:`tile_edge`).
 
 Slices on rows ("direct" rows): when every view has direct rows
-(:func:`~leap.kernels.cpu.axial_direct.all_direct`), the kernels take ``direct`` and run
-on the voxel and pixel values themselves (:mod:`leap.kernels.cpu.axial_direct`).
+(:func:`~leap.kernels.cpu.axial_direct.all_direct`), parallel and fan beams run on the
+voxel and pixel values themselves, through the entry points of
+:mod:`leap.kernels.cpu.axial_direct` (which imports :func:`tile_edge` from here). They
+are kernels of their own rather than a flag of these, so that each geometry family
+compiles only its own code in a fresh environment.
 
 Vertical modular modules: every view has its own source-to-detector distance and
 detector centre (the per-view ``sdd``, ``center_col``, ``center_row`` arrays), and
@@ -24,15 +26,16 @@ sum (:func:`~leap.kernels.cpu.columns.weighted_increments`,
 differences (:func:`~leap.kernels.cpu.columns.voxel_stretch`). The result is the general
 modular kernel's, a voxel column at a time.
 
-Parallelisation never lets two threads write one element: the projector runs one
-view per thread (accumulating into a private one-view buffer; direct-row views two per
+Parallelisation (:mod:`leap.kernels.cpu.threads`: each thread calls the kernel for its
+share of the views or tiles) never lets two threads write one element: the projector
+runs one view per thread at a time (accumulating into a private one-view buffer; direct-row views two per
 thread, a block of volume rows into each in turn), the back-projector one
 square tile of voxel columns per thread (accumulating into a private tile buffer that
 stays in L2, looping over views outside the voxel loop so per-view constants are
 computed once per tile, direct-row views four at a time; blocks of ROW_BLOCK rows in the
 single-slice case).
 
-Both kernels call the same inlined footprint functions on the same inputs (x, y, view
+Both kernels call the same footprint functions on the same inputs (x, y, view
 constants), so they weight every (voxel, pixel) pair identically: exact transposes.
 
 """
@@ -42,16 +45,14 @@ import math
 
 import numba
 import numpy as np
-from numba import prange
 
-from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, axial_footprint, column_range, direct_shift,
+from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
-from .axial_direct import PASS_VIEWS, _gather_direct_views, _project_direct_views, direct_group
 from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
                       add_weighted_differences, column_length, combine_columns, cumulative_at,
-                      direct_slices, fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors,
-                      squared_heights, three_tap, two_pixels, two_tap, voxel_stretch,
-                      weighted_increments)
+                      fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors, squared_heights,
+                      store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap,
+                      voxel_stretch, weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -143,18 +144,16 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, mo
             ga[j, i] = acc[i + GUARD_LO, j] * rf
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
+@numba.njit(**FAST_JIT)
 def project(S, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
             fov_r2, x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
-            stretch, threads, direct):
-    """Forward projection into g from S = volume_z_cumsum(f) (ny, nx, nz + 1) float32, one
-    view per thread, or, ``direct`` (every view has direct rows,
-    :func:`~leap.kernels.cpu.axial_direct.all_direct`), from S = volume_z_columns(f)
-    (ny, nx, nz), groups of views per thread
-    (:func:`~leap.kernels.cpu.axial_direct.direct_group`)
-    (:func:`~leap.kernels.cpu.axial_direct._project_direct_views`); single-slice parallel
-    beams: :func:`leap.kernels.cpu.axial_slice.project`.
+            stretch, start, step):
+    """Forward projection into g from S = volume_z_cumsum(f) (ny, nx, nz + 1) float32, the
+    views ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`: one view at a
+    time per thread (parallel and fan beams whose slices lie on rows:
+    :func:`leap.kernels.cpu.axial_direct.project`; single-slice parallel beams:
+    :func:`leap.kernels.cpu.axial_slice.project`).
 
     g : (na, nrows, ncols) float32, overwritten.
     col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm; focus :
@@ -165,30 +164,14 @@ def project(S, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, m
     modular model's per-voxel ray stretch instead of row_factor's per-row one.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
-    are the transposes of :func:`backproject`'s FBP weights. ``threads``: the number of
-    threads the call runs on (sets the view groups,
-    :func:`~leap.kernels.cpu.axial_direct.direct_group`).
+    are the transposes of :func:`backproject`'s FBP weights.
     """
     na, nrows, ncols = g.shape
-    if direct:
-        size = direct_group(na, threads, S.nbytes)
-        ngroups = (na + size - 1) // size
-        for grp in prange(ngroups):
-            acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
-                           dtype=np.float64)
-            fp = np.empty((3, S.shape[1]), dtype=np.float64)
-            a0 = grp * size
-            _project_direct_views(S, g, acc, fp, a0, min(na, a0 + size), col_dir,
-                                  source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0,
-                                  z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                                  center_col, center_row, row_factor, dist_sod)
-        return
     nz = S.shape[2] - 1
-    for a in prange(na):
-        # One view's pixels, (column, row) so a voxel column's rows are contiguous.
-        acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
-                       dtype=np.float64)
-        E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
+    # One view's pixels, (column, row) so a voxel column's rows are contiguous.
+    acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), dtype=np.float64)
+    E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
+    for a in range(start, na, step):
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
                       source_xy[a, 1], source_z[a], focus[a, 0], focus[a, 1], sdd[a], sod,
@@ -205,18 +188,19 @@ TILE_VOXELS = 1 << 16
 
 @numba.njit(**FAST_JIT)
 def tile_edge(nz, ny, nx, threads):
-    """Edge (voxel columns) of the square tiles the back-projector works on: the largest
+    """Edge (voxel columns) of the square tiles the back-projectors work on: the largest
     with ``edge² · nz <= TILE_VOXELS`` and at least four tiles per thread (so that
     threads finish together), between 2 and 64."""
     cache = math.sqrt(TILE_VOXELS / max(nz, 1))
     balance = math.sqrt(ny * nx / (4.0 * max(threads, 1)))
     return max(2, min(64, int(min(cache, balance))))
 
+
 @numba.njit(**FAST_JIT)
 def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
                       focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
                       voxel_height, pixel_width, pixel_height, center_col, center_row,
-                      dist_sod, slice_w, stretch, direct):
+                      dist_sod, slice_w, stretch):
     """Back-project all views into a tile of voxel columns: ``slab`` (ty, tx, nz) float64
     holds rows ``iy0 .. iy0 + ty`` and columns ``ix0 .. ix0 + tx`` of the volume (nx
     columns wide).
@@ -229,38 +213,18 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
     voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). ``dist_sod > 0``
     multiplies each view's weight by ``fbp_distance_weight`` (fan-beam and cone-parallel
     FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel k's contribution from view a
-    by ``slice_w[a, k]`` (helical FBP, magnified rows). ``direct``: G holds row values
-    and every view has direct rows (:func:`backproject`).
+    by ``slice_w[a, k]`` (helical FBP, magnified rows).
     """
     weighted = slice_w.shape[0] > 0 or stretch
     ty, tx, nz = slab.shape
     na, L, stride = G.shape
     ncols = L - GUARD_LO - GUARD_HI
-    # Exact for cumulative sums; direct rows past the detector's are zero (backproject).
     nrows = stride - 1
     slab[:, :, :] = 0.0
     # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
-    lo = np.empty(ty, dtype=np.intp)
-    hi = np.empty(ty, dtype=np.intp)
-    inside = False
-    for r in range(ty):
-        l, h = fov_ix_range(y0 + (iy0 + r) * voxel_width, x0, voxel_width, nx, fov_r2)
-        lo[r] = max(l, ix0)
-        hi[r] = min(h, ix0 + tx)
-        inside = inside or lo[r] < hi[r]
+    lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
     if not inside:
         return
-    # Direct-row views are taken PASS_VIEWS at a time with the same shift
-    # (_gather_direct_views): they wait in `views` until it is full or the shift changes.
-    fp = np.empty((PASS_VIEWS, 3, tx), dtype=np.float64)
-    off = np.empty((PASS_VIEWS, tx), dtype=np.intp)
-    tw = np.empty((PASS_VIEWS, 2, tx), dtype=np.float64)
-    wide = np.empty((PASS_VIEWS, tx), dtype=np.bool_)
-    views = np.empty(PASS_VIEWS, dtype=np.intp)
-    # int64 from the start: a bare 0 is typed as a literal first, and each literal and
-    # int64 mix of the arguments compiled _gather_direct_views once more.
-    count = np.int64(0)
-    group_shift = np.int64(0)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
     sf = slab.reshape(-1)
@@ -270,27 +234,6 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
         crow = center_row[a]
         A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height,
                                   crow)
-        shift = direct_shift(magnify_z, A, B)[1]
-        if direct:
-            k0, k1 = direct_slices(shift, nz, nrows)
-            if k0 >= k1:
-                continue
-            if count > 0 and shift != group_shift:
-                _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0,
-                                     ix0, group_shift, col_dir, source_xy, sdd, sod, pitch,
-                                     model, x0, y0, voxel_width, pixel_width, center_col,
-                                     dist_sod)
-                count = 0
-            views[count] = a
-            count += 1
-            group_shift = shift
-            if count == PASS_VIEWS:
-                _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0,
-                                     ix0, group_shift, col_dir, source_xy, sdd, sod, pitch,
-                                     model, x0, y0, voxel_width, pixel_width, center_col,
-                                     dist_sod)
-                count = 0
-            continue
         cx = col_dir[a, 0]
         cy = col_dir[a, 1]
         sx = source_xy[a, 0]
@@ -360,49 +303,41 @@ def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, s
                             add_weighted_differences(E, kb0, kb1, wk, sf, col)
                         else:
                             add_differences(E, kb0, kb1, 1.0, sf, col)
-    if count > 0:
-        _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0, ix0,
-                             group_shift, col_dir, source_xy, sdd, sod, pitch, model, x0, y0,
-                             voxel_width, pixel_width, center_col, dist_sod)
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
+@numba.njit(**FAST_JIT)
 def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
                 fov_r2, x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
-                stretch, threads, direct):
+                stretch, threads, start, step):
     """Matched back-projection into f from G = projection_row_cumsum(g), (na, GUARD_LO +
-    ncols + GUARD_HI, nrows + 1) float32, or, ``direct`` (every view has direct rows,
-    :func:`~leap.kernels.cpu.axial_direct.all_direct`), from G = projection_row_values(g)
-    (na, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 4)), whose rows past the
-    detector's are zero: the kernel takes G.shape[2] − 1 rows from either. f : (nz, ny,
-    nx) float32, overwritten.
-    Other arguments as for :func:`project`. One square tile of voxel columns
-    (:func:`tile_edge`) per thread at a time (single-slice parallel beams:
+    ncols + GUARD_HI, nrows + 1) float32. f : (nz, ny, nx) float32, overwritten.
+    Other arguments as for :func:`project`. Square tiles of voxel columns
+    (:func:`tile_edge`), tiles ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`)
+    (parallel and fan beams whose slices lie on rows:
+    :func:`leap.kernels.cpu.axial_direct.backproject`; single-slice parallel beams:
     :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
     FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
     view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
-    (magnified rows only, i.e. cone beams). ``threads``: the number of threads the call
-    runs on (sets the tile size, :func:`tile_edge`).
+    (magnified rows only, i.e. cone beams). ``threads``: the number of threads of the
+    call (sets the tile size, :func:`tile_edge`).
     """
     nz, ny, nx = f.shape
     nrows = G.shape[2] - 1
     t = tile_edge(nz, ny, nx, threads)
     nty = (ny + t - 1) // t
     ntx = (nx + t - 1) // t
-    for tile in prange(nty * ntx):
+    # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
+    block = np.empty(t * t * nz, dtype=np.float64)
+    E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
+    for tile in range(start, nty * ntx, step):
         iy0 = (tile // ntx) * t
         ix0 = (tile % ntx) * t
         ty = min(t, ny - iy0)
         tx = min(t, nx - ix0)
-        # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
-        slab = np.empty((ty, tx, nz), dtype=np.float64)
-        E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
+        slab = block[:ty * tx * nz].reshape((ty, tx, nz))
         _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
-                          focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
-                          voxel_height, pixel_width, pixel_height, center_col, center_row,
-                          dist_sod, slice_w, stretch, direct)
-        for k in range(nz):
-            for r in range(ty):
-                for c in range(tx):
-                    f[k, iy0 + r, ix0 + c] = slab[r, c, k]
+                          focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0,
+                          voxel_width, voxel_height, pixel_width, pixel_height, center_col,
+                          center_row, dist_sod, slice_w, stretch)
+        store_tile(f, slab, iy0, ix0)

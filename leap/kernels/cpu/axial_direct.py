@@ -21,13 +21,15 @@ at a time over each voxel column of a tile (:func:`_gather_direct_views`, its tw
 weights from :func:`_direct_taps`, one view alone :func:`_gather_direct_row`).
 
 Why a module of its own: these functions share the direct footprints and taps and
-nothing of the cone family's per-voxel-column interpolation; :mod:`leap.kernels.cpu.axial`
-(the entry points ``project``/``backproject``, its per-view and per-tile passes, the
-tiling) calls them and this module imports nothing from it, so the dependency runs
-one way. The per-column building blocks both use are in
+nothing of the cone family's per-voxel-column interpolation. The entry points
+(:func:`project`, :func:`backproject`) are here, beside those of
+:mod:`leap.kernels.cpu.axial` rather than behind a flag of them: a geometry compiles
+only the kernels it runs (a first cone projection compiled the direct-row passes too,
+12 of its 23 s). This module imports the tiling from :mod:`leap.kernels.cpu.axial`,
+which imports nothing from here. The per-column building blocks both use are in
 :mod:`leap.kernels.cpu.columns`.
 
-Both kernels call the same inlined footprint functions on the same inputs (x, y, view
+Both kernels call the same footprint functions on the same inputs (x, y, view
 constants), so they weight every (voxel, pixel) pair identically: exact transposes.
 """
 from __future__ import annotations
@@ -36,10 +38,13 @@ import numba
 import numpy as np
 
 from ..footprints import FLAT, PARALLEL
-from ._jit import (FAST_JIT, axial_footprint, column_range, direct_shift, fbp_distance_weight,
-                   overlap, parallel_view_constants, row_mapping)
-from .columns import (GUARD_HI, GUARD_LO, INLINE, add_direct2, direct_slices, fov_ix_range,
-                      gather_direct2, two_pixels, two_tap)
+from . import threads
+from ._jit import (FAST_JIT, axial_footprint, column_range, direct_shift,
+                   fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
+from .axial import tile_edge
+from .columns import (GUARD_HI, GUARD_LO, INLINE, add_direct2, column_length, direct_slices,
+                      fov_ix_range, gather_direct2, store_tile, tile_fov_ranges, two_pixels,
+                      two_tap)
 
 
 # --------------------------------------------------------------------------------------
@@ -399,3 +404,127 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
                     if wide[m, j]:
                         _gather_direct_column(Gf, base[m], stride, ncols, fp[m, 0, j],
                                               fp[m, 1, j], fp[m, 2, j], n, sf, s0 + j * nz)
+
+
+# --------------------------------------------------------------------------------------
+# The entry points.
+
+def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
+            voxel_width, voxel_height, pixel_width, pixel_height, center_col, center_row,
+            row_factor, dist_sod):
+    """Forward projection into g (na, nrows, ncols) float32 from S = volume_z_columns(f)
+    (ny, nx, nz) float32, every view with direct rows (:func:`all_direct`): groups of
+    views (:func:`direct_group`, :func:`_project_direct_views`) on all threads
+    (:func:`leap.kernels.cpu.threads.run`). Arguments as for
+    :func:`leap.kernels.cpu.axial.project` (no focus offsets, slice weights or stretch:
+    direct rows have none)."""
+    na = g.shape[0]
+    size = direct_group(na, numba.get_num_threads(), S.nbytes)
+    threads.run(_project_groups, S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model,
+                fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
+                center_col, center_row, row_factor, dist_sod, size,
+                items=(na + size - 1) // size)
+
+
+@numba.njit(**FAST_JIT)
+def _project_groups(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0,
+                    y0, z0, voxel_width, voxel_height, pixel_width, pixel_height, center_col,
+                    center_row, row_factor, dist_sod, size, start, step):
+    """The groups of ``size`` views ``start, start + step, …`` of :func:`project`."""
+    na, nrows, ncols = g.shape
+    acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
+                   dtype=np.float64)
+    fp = np.empty((3, S.shape[1]), dtype=np.float64)
+    for grp in range(start, (na + size - 1) // size, step):
+        a0 = grp * size
+        _project_direct_views(S, g, acc, fp, a0, min(na, a0 + size), col_dir, source_xy,
+                              source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
+                              voxel_width, voxel_height, pixel_width, pixel_height,
+                              center_col, center_row, row_factor, dist_sod)
+
+
+@numba.njit(**FAST_JIT)
+def _backproject_tile(G, slab, nx, iy0, ix0, col_dir, source_xy, source_z, sdd, sod, pitch,
+                      model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+                      pixel_height, center_col, center_row, dist_sod):
+    """All views into a tile of voxel columns (``slab`` as for
+    :func:`leap.kernels.cpu.axial._backproject_tile`), direct rows: runs of up to
+    PASS_VIEWS views with the same row shift go through :func:`_gather_direct_views`
+    together (a shift change ends a run)."""
+    ty, tx, nz = slab.shape
+    na, L, stride = G.shape
+    # Rows past the detector's are zero in G (backproject).
+    nrows = stride - 1
+    slab[:, :, :] = 0.0
+    lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
+    if not inside:
+        return
+    fp = np.empty((PASS_VIEWS, 3, tx), dtype=np.float64)
+    off = np.empty((PASS_VIEWS, tx), dtype=np.intp)
+    tw = np.empty((PASS_VIEWS, 2, tx), dtype=np.float64)
+    wide = np.empty((PASS_VIEWS, tx), dtype=np.bool_)
+    views = np.empty(PASS_VIEWS, dtype=np.intp)
+    # int64 from the start: a bare 0 is typed as a literal first, and each literal and
+    # int64 mix of the arguments compiled _gather_direct_views once more.
+    count = np.int64(0)
+    group_shift = np.int64(0)
+    for a in range(na):
+        A, B, _ = row_mapping(z0, voxel_height, source_z[a], 1.0, sdd[a], False,
+                              pixel_height, center_row[a])
+        shift = direct_shift(False, A, B)[1]
+        k0, k1 = direct_slices(shift, nz, nrows)
+        if k0 >= k1:
+            continue
+        if count > 0 and shift != group_shift:
+            _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0, ix0,
+                                 group_shift, col_dir, source_xy, sdd, sod, pitch, model, x0,
+                                 y0, voxel_width, pixel_width, center_col, dist_sod)
+            count = 0
+        views[count] = a
+        count += 1
+        group_shift = shift
+        if count == PASS_VIEWS:
+            _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0, ix0,
+                                 group_shift, col_dir, source_xy, sdd, sod, pitch, model, x0,
+                                 y0, voxel_width, pixel_width, center_col, dist_sod)
+            count = 0
+    if count > 0:
+        _gather_direct_views(G, slab, fp, off, tw, wide, views, count, lo, hi, iy0, ix0,
+                             group_shift, col_dir, source_xy, sdd, sod, pitch, model, x0, y0,
+                             voxel_width, pixel_width, center_col, dist_sod)
+
+
+def backproject(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0,
+                z0, voxel_width, voxel_height, pixel_width, pixel_height, center_col,
+                center_row, dist_sod):
+    """Matched back-projection into f (nz, ny, nx) float32 (overwritten) from G =
+    projection_row_values(g), (na, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 4))
+    float32, whose rows past the detector's are zero; every view with direct rows.
+    Square tiles of voxel columns (:func:`~leap.kernels.cpu.axial.tile_edge`) on all
+    threads (:func:`leap.kernels.cpu.threads.run`). Arguments as for :func:`project`."""
+    nz, ny, nx = f.shape
+    t = tile_edge(nz, ny, nx, numba.get_num_threads())
+    threads.run(_backproject_tiles, G, f, col_dir, source_xy, source_z, sdd, sod, pitch,
+                model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+                pixel_height, center_col, center_row, dist_sod, t,
+                items=((ny + t - 1) // t) * ((nx + t - 1) // t))
+
+
+@numba.njit(**FAST_JIT)
+def _backproject_tiles(G, f, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0,
+                       y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
+                       center_col, center_row, dist_sod, t, start, step):
+    """The tiles (edge ``t``) ``start, start + step, …`` of :func:`backproject`."""
+    nz, ny, nx = f.shape
+    nty = (ny + t - 1) // t
+    ntx = (nx + t - 1) // t
+    block = np.empty(t * t * nz, dtype=np.float64)
+    for tile in range(start, nty * ntx, step):
+        iy0 = (tile // ntx) * t
+        ix0 = (tile % ntx) * t
+        slab = block[:min(t, ny - iy0) * min(t, nx - ix0) * nz].reshape(
+            (min(t, ny - iy0), min(t, nx - ix0), nz))
+        _backproject_tile(G, slab, nx, iy0, ix0, col_dir, source_xy, source_z, sdd, sod,
+                          pitch, model, fov_r2, x0, y0, z0, voxel_width, voxel_height,
+                          pixel_width, pixel_height, center_col, center_row, dist_sod)
+        store_tile(f, slab, iy0, ix0)

@@ -47,7 +47,10 @@ lines long (:func:`column_length`), and the volume is transposed a few slices at
 (:data:`Z_BLOCK`): with strides a power of two, the accesses of one pass fell on a few
 cache sets.
 
-All are compiled inline into the kernels that call them.
+The per-column helpers are compiled inline into the kernels that call them; the
+whole-array passes (:func:`volume_z_cumsum`, :func:`volume_z_columns`,
+:func:`projection_row_values`, :func:`projection_row_cumsum`) run on all threads
+(:mod:`leap.kernels.cpu.threads`).
 """
 from __future__ import annotations
 
@@ -55,9 +58,9 @@ import math
 
 import numba
 import numpy as np
-from numba import prange
 
-from ._jit import FAST_JIT, FAST_PARALLEL_JIT
+from . import threads
+from ._jit import FAST_JIT
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap and three_tap: i0 ∈ [-1, ncols], up to
@@ -70,7 +73,6 @@ INLINE = dict(FAST_JIT, inline="always")
 Z_BLOCK = 8
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def volume_z_cumsum(f):
     """Cumulative sums along z: ``S[iy, ix, k] = Σ_{k' < k} f[k', iy, ix]``.
 
@@ -78,18 +80,25 @@ def volume_z_cumsum(f):
     """
     nz, ny, nx = f.shape
     S = np.empty((ny, nx, nz + 1), dtype=np.float32)
-    for iy in prange(ny):
-        run = np.zeros(nx, dtype=np.float64)
+    threads.run(_volume_z_cumsum_rows, f, S, items=ny)
+    return S
+
+
+@numba.njit(**FAST_JIT)
+def _volume_z_cumsum_rows(f, S, start, step):
+    """Rows ``iy = start, start + step, …`` of :func:`volume_z_cumsum`."""
+    nz, ny, nx = f.shape
+    run = np.empty(nx, dtype=np.float64)
+    for iy in range(start, ny, step):
+        run[:] = 0.0
         for ix in range(nx):
             S[iy, ix, 0] = 0.0
         for k in range(nz):
             for ix in range(nx):
                 run[ix] += f[k, iy, ix]
                 S[iy, ix, k + 1] = run[ix]
-    return S
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def volume_z_columns(f):
     """The volume with z contiguous: ``V[iy, ix, k] = f[k, iy, ix]``.
 
@@ -98,7 +107,15 @@ def volume_z_columns(f):
     """
     nz, ny, nx = f.shape
     V = np.empty((ny, nx, nz), dtype=np.float32)
-    for iy in prange(ny):
+    threads.run(_volume_z_columns_rows, f, V, items=ny)
+    return V
+
+
+@numba.njit(**FAST_JIT)
+def _volume_z_columns_rows(f, V, start, step):
+    """Rows ``iy = start, start + step, …`` of :func:`volume_z_columns`."""
+    nz, ny, nx = f.shape
+    for iy in range(start, ny, step):
         # Eight slices at a time: each column gets 32 contiguous bytes per pass instead
         # of 4 (a slice at a time, the writes of a pass touched nx cache lines, nz·4 bytes
         # apart: few cache sets where nz is a power of two), and the eight rows of f read
@@ -109,7 +126,34 @@ def volume_z_columns(f):
             for ix in range(nx):
                 for k in range(k0, k1):
                     V[iy, ix, k] = f[k, iy, ix]
-    return V
+
+
+@numba.njit(**INLINE)
+def tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2):
+    """(lo, hi, inside) of a back-projection tile (``ty`` rows from ``iy0``, ``tx``
+    columns from ``ix0`` of a volume ``nx`` columns wide): row r's columns inside the
+    field of view are ``lo[r] <= ix < hi[r]`` ((ty,) intp each, :func:`fov_ix_range`
+    clipped to the tile); ``inside``: whether any is."""
+    lo = np.empty(ty, dtype=np.intp)
+    hi = np.empty(ty, dtype=np.intp)
+    inside = False
+    for r in range(ty):
+        l, h = fov_ix_range(y0 + (iy0 + r) * voxel_width, x0, voxel_width, nx, fov_r2)
+        lo[r] = max(l, ix0)
+        hi[r] = min(h, ix0 + tx)
+        inside = inside or lo[r] < hi[r]
+    return lo, hi, inside
+
+
+@numba.njit(**INLINE)
+def store_tile(f, slab, iy0, ix0):
+    """Write a back-projection tile ``slab`` (ty, tx, nz) float64, (y, x, z) order, into
+    the volume f (nz, ny, nx) float32 at rows ``iy0..`` and columns ``ix0..``."""
+    ty, tx, nz = slab.shape
+    for k in range(nz):
+        for r in range(ty):
+            for c in range(tx):
+                f[k, iy0 + r, ix0 + c] = slab[r, c, k]
 
 
 @numba.njit(**FAST_JIT)
@@ -141,7 +185,6 @@ def zero_guard_columns(G, a, ncols):
     G[a, GUARD_LO + ncols:, :] = 0.0
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def projection_row_values(g, row_factor, G):
     """Weighted projections with rows contiguous, with zero guard columns, into G
     (what the back-projector reads for direct rows, in place of
@@ -152,18 +195,23 @@ def projection_row_values(g, row_factor, G):
     float32; row_factor : (nrows,) float64; G : (na, GUARD_LO + ncols + GUARD_HI, m)
     float32 with m = :func:`column_length` (nrows, 4), overwritten.
     """
+    threads.run(_projection_row_values_views, g, row_factor, G, items=g.shape[0])
+    return G
+
+
+@numba.njit(**FAST_JIT)
+def _projection_row_values_views(g, row_factor, G, start, step):
+    """Views ``a = start, start + step, …`` of :func:`projection_row_values`."""
     na, nrows, ncols = g.shape
-    for a in prange(na):
+    for a in range(start, na, step):
         zero_guard_columns(G, a, ncols)
         G[a, :, nrows:] = 0.0
         for j in range(nrows):
             w = row_factor[j]
             for i in range(ncols):
                 G[a, GUARD_LO + i, j] = g[a, j, i] * w
-    return G
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def projection_row_cumsum(g, row_factor, G):
     """Row-cumulative sums of weighted projections, with zero guard columns, into G.
 
@@ -174,10 +222,18 @@ def projection_row_cumsum(g, row_factor, G):
     G : (na, GUARD_LO + ncols + GUARD_HI, nrows + 1) float32, overwritten (summed in
     float64).
     """
+    threads.run(_projection_row_cumsum_views, g, row_factor, G, items=g.shape[0])
+    return G
+
+
+@numba.njit(**FAST_JIT)
+def _projection_row_cumsum_views(g, row_factor, G, start, step):
+    """Views ``a = start, start + step, …`` of :func:`projection_row_cumsum`."""
     na, nrows, ncols = g.shape
-    for a in prange(na):
+    run = np.empty(ncols, dtype=np.float64)
+    for a in range(start, na, step):
         zero_guard_columns(G, a, ncols)
-        run = np.zeros(ncols, dtype=np.float64)
+        run[:] = 0.0
         for i in range(ncols):
             G[a, GUARD_LO + i, 0] = 0.0
         for j in range(nrows):
@@ -185,7 +241,6 @@ def projection_row_cumsum(g, row_factor, G):
             for i in range(ncols):
                 run[i] += g[a, j, i] * w
                 G[a, GUARD_LO + i, j + 1] = run[i]
-    return G
 
 
 @numba.njit(**INLINE)

@@ -5,10 +5,10 @@ reads.
 The linear map is :func:`leap.filters.filter_rows`' (rows zero-padded to ``n`` samples,
 optionally extended by their edge values, multiplied by the real response H in the
 rfft layout, the first ``num_cols`` samples kept; or its transpose). The FFTs are
-scipy.fft's (pocketfft) compiled into Numba by ``rocket-fft``, so the row blocks run in
-one ``prange`` loop: no Python or GIL between blocks, and blocks small enough
-(:data:`BLOCK_BYTES`) that a block's padded rows, spectra and output stay in a core's
-L2 cache. Against the former pool of Python threads calling scipy.fft on 1 MiB blocks
+scipy.fft's (pocketfft) compiled into Numba by ``rocket-fft``, so each thread runs its
+share of the row blocks in one compiled call (:mod:`leap.kernels.cpu.threads`): no Python
+or GIL between blocks, and blocks small enough (:data:`BLOCK_BYTES`) that a block's
+padded rows, spectra and output stay in a core's L2 cache. Against the former pool of Python threads calling scipy.fft on 1 MiB blocks
 (180 views, 2 threads): 0.55× the time at 128 columns, 0.63× at 256, 0.72× at 512 and
 1024; the same results bit for bit, except the transposed extrapolation's fold-back
 sums (summed in another order: float rounding).
@@ -27,9 +27,9 @@ import numba
 import numpy as np
 import rocket_fft  # noqa: F401  (registers scipy.fft with Numba)
 import scipy.fft
-from numba import prange
 
-from ._jit import PARALLEL_JIT
+from . import threads
+from ._jit import JIT
 from .columns import GUARD_HI, GUARD_LO, INLINE, zero_guard_columns
 
 #: Padded bytes per block of rows: a block's three row-sized buffers (padded input,
@@ -88,7 +88,6 @@ def _place(dst, w, src):
             dst[c] = w[c] * src[c]
 
 
-@numba.njit(**PARALLEL_JIT)
 def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_factor, out,
                  layout, step):
     """Weight, ramp filter and lay out the views ``g`` (nv, nr, nci) float32 or float64,
@@ -115,7 +114,25 @@ def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_fac
     scale (nv | 1, nr | 1, nci | 1) float64; f0, f1, f2 (nv | 1, nr | 1, nc | 1)
     float64; post (nv | 1, nr | 1, nc | 1) of g's type: an axis of length 1 broadcasts.
     row_factor (nr,) float64 (read by VALUES and CUMSUM).
+
+    Blocks of rows, then (VALUES, CUMSUM) views, on all threads
+    (:func:`leap.kernels.cpu.threads.run`).
     """
+    nv, nr, nci = g.shape
+    threads.run(_filter_blocks, g, first, scale, f0, f1, f2, post, H, n, ne, transpose,
+                row_factor, out, layout, step, items=(nv * nr + step - 1) // step)
+    if layout != ROWS:
+        threads.run(_finish_views, out, nr, row_factor, layout, items=nv)
+
+
+@numba.njit(**JIT)
+def _filter_blocks(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_factor, out,
+                   layout, rows, start, step):
+    """The blocks of ``rows`` rows ``b = start, start + step, …`` of :func:`filter_views`
+    (row i: view i // nr, detector row i % nr): weighted into a zero-padded block,
+    filtered, post-weighted and written to ``out`` by ``layout`` (CUMSUM: the values,
+    summed by :func:`_finish_views`). Loops rather than array expressions: Numba compiles
+    an error message with the shapes for each of those (2 s of a first FBP)."""
     nv, nr, nci = g.shape
     nc = out.shape[2] if layout == ROWS else out.shape[1] - GUARD_LO - GUARD_HI
     hi = min(nc + ne, n - ne)
@@ -124,12 +141,12 @@ def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_fac
     # broadcast; the product is formed again only when a block's rows reach a new one.
     wa = max(f0.shape[0], f1.shape[0], f2.shape[0]) > 1
     wj = max(f0.shape[1], f1.shape[1], f2.shape[1]) > 1
-    for b in prange((num_rows + step - 1) // step):
-        i0 = b * step
-        i1 = min(num_rows, i0 + step)
+    wd = np.empty(nc, dtype=np.float64)
+    w = np.empty(nc, dtype=g.dtype)
+    for b in range(start, (num_rows + rows - 1) // rows, step):
+        i0 = b * rows
+        i1 = min(num_rows, i0 + rows)
         pad = np.zeros((i1 - i0, n), dtype=g.dtype)
-        wd = np.empty(nc, dtype=np.float64)
-        w = np.empty(nc, dtype=g.dtype)
         key = -1
         for i in range(i0, i1):
             a = i // nr
@@ -144,13 +161,16 @@ def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_fac
                 _multiply(wd, _row(f0, a, j))
                 _multiply(wd, _row(f1, a, j))
                 _multiply(wd, _row(f2, a, j))
-                w[:] = wd
+                for c in range(nc):
+                    w[c] = wd[c]
             _multiply(row[:nc], w)
             if ne > 0 and not transpose:
                 row[nc:nc + ne] = row[nc - 1]
                 row[n - ne:] = row[0]
         spec = scipy.fft.rfft(pad, axis=1)
-        spec *= H
+        for r in range(spec.shape[0]):
+            for c in range(spec.shape[1]):
+                spec[r, c] *= H[c]
         res = scipy.fft.irfft(spec, n, axis=1)
         for i in range(i0, i1):
             a = i // nr
@@ -163,23 +183,31 @@ def filter_views(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_fac
                 row[0] += row[n - ne:].sum()
             _multiply(row[:nc], _row(post, a, j))
             if layout == ROWS:
-                out[a, j, :] = row[:nc]
+                for c in range(nc):
+                    out[a, j, c] = row[c]
             elif layout == VALUES:
                 factor = row_factor[j]
                 for c in range(nc):
                     out[a, GUARD_LO + c, j] = row[c] * factor
             else:
-                # The values for now, summed per view below.
+                # The values for now, summed per view by _finish_views.
                 for c in range(nc):
                     out[a, GUARD_LO + c, j] = row[c]
-    if layout != ROWS:
-        for a in prange(nv):
-            zero_guard_columns(out, a, nc)
-            if layout == VALUES:
-                out[a, :, nr:] = 0.0
-            else:
-                for c in range(GUARD_LO, GUARD_LO + nc):
-                    _running_sum(out, a, c, nr, row_factor)
+
+
+@numba.njit(**JIT)
+def _finish_views(out, nr, row_factor, layout, start, step):
+    """Views ``a = start, start + step, …`` of a VALUES or CUMSUM ``out`` of
+    :func:`filter_views`: guard columns (and VALUES' rows from nr on) zeroed, CUMSUM's
+    values replaced by their running sums."""
+    nc = out.shape[1] - GUARD_LO - GUARD_HI
+    for a in range(start, out.shape[0], step):
+        zero_guard_columns(out, a, nc)
+        if layout == VALUES:
+            out[a, :, nr:] = 0.0
+        else:
+            for c in range(GUARD_LO, GUARD_LO + nc):
+                _running_sum(out, a, c, nr, row_factor)
 
 
 @numba.njit(**INLINE)

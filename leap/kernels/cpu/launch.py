@@ -1,9 +1,11 @@
 """CPU launchers: ``project(plan, f, g)`` and ``backproject(plan, g, f)``.
 
 The one place where a :class:`~leap.kernels.plan.Plan` is unpacked into the Numba CPU
-kernels' arguments (:mod:`leap.kernels.cpu.axial`, whose direct-row passes are in
-:mod:`leap.kernels.cpu.axial_direct`; :mod:`leap.kernels.cpu.axial_slice`;
-:mod:`leap.kernels.cpu.modular`).
+kernels' arguments (:mod:`leap.kernels.cpu.axial`; for parallel and fan beams whose
+slices lie on detector rows, :mod:`leap.kernels.cpu.axial_direct`;
+:mod:`leap.kernels.cpu.axial_slice`; :mod:`leap.kernels.cpu.modular`). Each is a kernel
+of its own, so that a geometry compiles only what it runs (a cone beam's first call
+does not compile the direct-row passes, and the other way round).
 Arrays are float32, C-contiguous and already validated; the outputs are overwritten.
 
 Modular beams whose modules are all vertical run on the axial kernels (view by view a
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import axial, axial_direct, axial_slice, columns, modular
+from . import axial, axial_direct, axial_slice, columns, modular, threads
 from . import filters as _filters
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
@@ -89,15 +91,20 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
         axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
         return g
+    if direct_rows(plan):
+        axial_direct.project(columns.volume_z_columns(f), g, views.col_dir, views.source_xy,
+                             views.source_z, sdd, views.sod, views.helical_pitch,
+                             views.column_model, fov_r2, s.x0, s.y0, s.z0, s.voxel_width,
+                             s.voxel_height, s.pixel_width, s.pixel_height, center_col,
+                             center_row, plan.row_factor, s.dist_sod)
+        return g
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    direct = direct_rows(plan)
-    S = columns.volume_z_columns(f) if direct else columns.volume_z_cumsum(f)
-    axial.project(S, g, views.col_dir, views.source_xy,
-                  views.source_z, _focus(views), sdd, views.sod, views.helical_pitch,
-                  views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
-                  s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                  center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch,
-                  numba.get_num_threads(), direct)
+    threads.run(axial.project, columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
+                views.source_z, _focus(views), sdd, views.sod, views.helical_pitch,
+                views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
+                s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
+                center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch,
+                items=g.shape[0])
     return g
 
 
@@ -156,11 +163,17 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
         axial_slice.backproject_slice(G, f, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                                       s.pixel_width, center_col, fov_r2)
         return f
+    if direct_rows(plan):
+        axial_direct.backproject(G, f, views.col_dir, views.source_xy, views.source_z, sdd,
+                                 views.sod, views.helical_pitch, views.column_model, fov_r2,
+                                 s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
+                                 s.pixel_width, s.pixel_height, center_col, center_row,
+                                 s.dist_sod)
+        return f
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    axial.backproject(G, f, views.col_dir,
-                      views.source_xy, views.source_z, _focus(views), sdd, views.sod,
-                      views.helical_pitch, views.column_model, views.magnify_z, fov_r2,
-                      s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
-                      s.pixel_height, center_col, center_row, s.dist_sod, sw, stretch,
-                      numba.get_num_threads(), direct_rows(plan))
+    threads.run(axial.backproject, G, f, views.col_dir, views.source_xy, views.source_z,
+                _focus(views), sdd, views.sod, views.helical_pitch, views.column_model,
+                views.magnify_z, fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
+                s.pixel_width, s.pixel_height, center_col, center_row, s.dist_sod, sw,
+                stretch, numba.get_num_threads())
     return f
