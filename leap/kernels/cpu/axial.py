@@ -59,12 +59,14 @@ from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
 # General axial kernels.
 
 @numba.njit(**FAST_JIT)
-def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, model, magnify_z,
-                  fov_r2,
+def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, model,
+                  magnify_z, fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                   center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2):
-    """One view of the general projector into ``ga`` (nrows, ncols), S =
-    volume_z_cumsum(f) (ny, nx, nz + 1).
+    """One view of the general projector into ``ga`` (nrows, ncols), S, extent =
+    volume_z_cumsum(f) (ny, nx, nz + 1), (ny, nx, 2): empty voxel columns are skipped
+    and only the rows that a column's nonzero voxels reach (and one row on either side:
+    the rows beyond get exact zeros) are computed.
 
     acc : (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)) float64 scratch, E :
     (nrows + 1,) scratch. ``ox, oy``: the curved detector's focus offsets
@@ -95,6 +97,10 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, mo
         y = y0 + iy * voxel_width
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         for ix in range(lo, hi):
+            k_first = extent[iy, ix, 0]
+            k_last = extent[iy, ix, 1]
+            if k_last < k_first:
+                continue
             x = x0 + ix * voxel_width
             c_lo, c_hi, weight, dist, dz = axial_footprint(
                 model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
@@ -107,8 +113,12 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, mo
             if magnify_z:
                 A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
                                           pixel_height, center_row)
-            fj0 = max(0.0, np.floor(A + 0.5))
-            fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5))
+            # Rows outside [A + k_first·B, A + (k_last + 1)·B] (plus a row's margin, so
+            # that rounding cannot drop a nonzero difference) read constant cumulative
+            # sums: their differences are exactly zero.
+            fj0 = max(0.0, np.floor(A + 0.5), np.floor(A + k_first * B + 0.5) - 1.0)
+            fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5),
+                      np.floor(A + (k_last + 1) * B + 0.5) + 1.0)
             if fj0 > fj1:
                 continue
             j0 = int(fj0)
@@ -145,11 +155,12 @@ def _project_view(S, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, mo
 
 
 @numba.njit(**FAST_JIT)
-def project(S, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
+def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
             fov_r2, x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
             stretch, start, step):
-    """Forward projection into g from S = volume_z_cumsum(f) (ny, nx, nz + 1) float32, the
+    """Forward projection into g from S, extent = volume_z_cumsum(f) ((ny, nx, nz + 1)
+    float32, (ny, nx, 2) int32), the
     views ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`: one view at a
     time per thread (parallel and fan beams whose slices lie on rows:
     :func:`leap.kernels.cpu.axial_direct.project`; single-slice parallel beams:
@@ -173,7 +184,7 @@ def project(S, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, m
     E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
     for a in range(start, na, step):
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-        _project_view(S, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
+        _project_view(S, extent, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
                       source_xy[a, 1], source_z[a], focus[a, 0], focus[a, 1], sdd[a], sod,
                       pitch, model, magnify_z, fov_r2,
                       x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,

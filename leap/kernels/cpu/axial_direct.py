@@ -157,11 +157,12 @@ def direct_group(na, threads, volume_bytes):
 
 
 @numba.njit(**INLINE)
-def _project_direct_rows(S, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod, pitch,
+def _project_direct_rows(S, extent, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod, pitch,
                          model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                          pixel_height, center_col, center_row, dist_sod):
-    """Rows ``iy_lo <= iy < iy_hi`` of the volume S = volume_z_columns(f) (ny, nx, nz) into
-    one view's accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8))
+    """Rows ``iy_lo <= iy < iy_hi`` of the volume S, extent = volume_z_columns(f) (ny, nx,
+    nz), (ny, nx, 2) (voxels outside a column's extent are skipped) into one view's
+    accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8))
     float64, direct rows; fp : (3, nx) float64 scratch."""
     ny, nx, nz = S.shape
     stride = acc.shape[1]
@@ -175,7 +176,6 @@ def _project_direct_rows(S, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sd
     # Flat arrays and offsets, not a view per column (columns module notes).
     Sf = S.reshape(-1)
     af = acc.reshape(-1)
-    n = k1 - k0
     for iy in range(iy_lo, iy_hi):
         y = y0 + iy * voxel_width
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
@@ -186,25 +186,27 @@ def _project_direct_rows(S, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sd
             c_lo = fp[0, ix]
             c_hi = fp[1, ix]
             weight = fp[2, ix]
-            if weight == 0.0:
+            ka = max(k0, extent[iy, ix, 0])
+            kb = min(k1, extent[iy, ix, 1] + 1)
+            if weight == 0.0 or ka >= kb:
                 continue
-            v0 = (iy * nx + ix) * nz + k0
+            v0 = (iy * nx + ix) * nz + ka
             if two_pixels(c_lo, c_hi):
                 fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                r0 = (int(fl) + GUARD_LO) * stride + k0 + shift
-                add_direct2(Sf, v0, n, o0 * weight, o1 * weight, af, r0, r0 + stride)
+                r0 = (int(fl) + GUARD_LO) * stride + ka + shift
+                add_direct2(Sf, v0, kb - ka, o0 * weight, o1 * weight, af, r0, r0 + stride)
             else:
                 i0, i1 = column_range(c_lo, c_hi, ncols)
                 for i in range(i0, i1 + 1):
                     w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
                     if w == 0.0:
                         continue
-                    r0 = (i + GUARD_LO) * stride + k0 + shift
-                    add_direct2(Sf, v0, n, w, 0.0, af, r0, r0)
+                    r0 = (i + GUARD_LO) * stride + ka + shift
+                    add_direct2(Sf, v0, kb - ka, w, 0.0, af, r0, r0)
 
 
 @numba.njit(**FAST_JIT)
-def _project_direct_views(S, g, acc, fp, a0, a1, col_dir, source_xy, source_z, sdd, sod,
+def _project_direct_views(S, extent, g, acc, fp, a0, a1, col_dir, source_xy, source_z, sdd, sod,
                           pitch, model, fov_r2, x0, y0, z0, voxel_width, voxel_height,
                           pixel_width, pixel_height, center_col, center_row, row_factor,
                           dist_sod):
@@ -221,7 +223,7 @@ def _project_direct_views(S, g, acc, fp, a0, a1, col_dir, source_xy, source_z, s
     for iy_lo in range(0, ny, step):
         iy_hi = min(ny, iy_lo + step)
         for a in range(a0, a1):
-            _project_direct_rows(S, acc[a - a0], nrows, fp, iy_lo, iy_hi, col_dir[a, 0],
+            _project_direct_rows(S, extent, acc[a - a0], nrows, fp, iy_lo, iy_hi, col_dir[a, 0],
                                  col_dir[a, 1], source_xy[a, 0], source_xy[a, 1],
                                  source_z[a], sdd[a], sod, pitch, model, fov_r2, x0, y0, z0,
                                  voxel_width, voxel_height, pixel_width, pixel_height,
@@ -409,7 +411,7 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
 # --------------------------------------------------------------------------------------
 # The entry points.
 
-def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
+def project(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
             voxel_width, voxel_height, pixel_width, pixel_height, center_col, center_row,
             row_factor, dist_sod):
     """Forward projection into g (na, nrows, ncols) float32 from S = volume_z_columns(f)
@@ -420,14 +422,14 @@ def project(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, 
     direct rows have none)."""
     na = g.shape[0]
     size = direct_group(na, numba.get_num_threads(), S.nbytes)
-    threads.run(_project_groups, S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model,
+    threads.run(_project_groups, S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model,
                 fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                 center_col, center_row, row_factor, dist_sod, size,
                 items=(na + size - 1) // size)
 
 
 @numba.njit(**FAST_JIT)
-def _project_groups(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0,
+def _project_groups(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0,
                     y0, z0, voxel_width, voxel_height, pixel_width, pixel_height, center_col,
                     center_row, row_factor, dist_sod, size, start, step):
     """The groups of ``size`` views ``start, start + step, …`` of :func:`project`."""
@@ -437,7 +439,7 @@ def _project_groups(S, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, 
     fp = np.empty((3, S.shape[1]), dtype=np.float64)
     for grp in range(start, (na + size - 1) // size, step):
         a0 = grp * size
-        _project_direct_views(S, g, acc, fp, a0, min(na, a0 + size), col_dir, source_xy,
+        _project_direct_views(S, extent, g, acc, fp, a0, min(na, a0 + size), col_dir, source_xy,
                               source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
                               voxel_width, voxel_height, pixel_width, pixel_height,
                               center_col, center_row, row_factor, dist_sod)

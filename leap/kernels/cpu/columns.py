@@ -74,48 +74,71 @@ Z_BLOCK = 8
 
 
 def volume_z_cumsum(f):
-    """Cumulative sums along z: ``S[iy, ix, k] = Σ_{k' < k} f[k', iy, ix]``.
+    """Cumulative sums along z, ``S[iy, ix, k] = Σ_{k' < k} f[k', iy, ix]``, and each
+    voxel column's extent (:func:`volume_z_columns`).
 
-    f : (nz, ny, nx) float32. Returns S : (ny, nx, nz + 1) float32, summed in float64.
+    f : (nz, ny, nx) float32. Returns S : (ny, nx, nz + 1) float32, summed in float64,
+    and the extents (ny, nx, 2) int32.
     """
     nz, ny, nx = f.shape
     S = np.empty((ny, nx, nz + 1), dtype=np.float32)
-    threads.run(_volume_z_cumsum_rows, f, S, items=ny)
-    return S
+    extent = np.empty((ny, nx, 2), dtype=np.int32)
+    threads.run(_volume_z_cumsum_rows, f, S, extent, items=ny)
+    return S, extent
 
 
 @numba.njit(**FAST_JIT)
-def _volume_z_cumsum_rows(f, S, start, step):
+def _volume_z_cumsum_rows(f, S, extent, start, step):
     """Rows ``iy = start, start + step, …`` of :func:`volume_z_cumsum`."""
     nz, ny, nx = f.shape
     run = np.empty(nx, dtype=np.float64)
+    first = np.empty(nx, dtype=np.int32)
+    last = np.empty(nx, dtype=np.int32)
     for iy in range(start, ny, step):
         run[:] = 0.0
+        first[:] = nz
+        last[:] = -1
         for ix in range(nx):
             S[iy, ix, 0] = 0.0
         for k in range(nz):
             for ix in range(nx):
-                run[ix] += f[k, iy, ix]
+                v = f[k, iy, ix]
+                run[ix] += v
                 S[iy, ix, k + 1] = run[ix]
+                # Selects, not branches: the loop still vectorises. NaN counts as
+                # nonzero (v != 0), so it still reaches the projections.
+                last[ix] = k if v != 0.0 else last[ix]
+                first[ix] = min(first[ix], k if v != 0.0 else nz)
+        for ix in range(nx):
+            extent[iy, ix, 0] = first[ix]
+            extent[iy, ix, 1] = last[ix]
 
 
 def volume_z_columns(f):
     """The volume with z contiguous: ``V[iy, ix, k] = f[k, iy, ix]``.
 
     f : (nz, ny, nx) float32. Returns V : (ny, nx, nz) float32 (what the projector reads
-    for direct rows, in place of :func:`volume_z_cumsum`).
+    for direct rows, in place of :func:`volume_z_cumsum`) and each voxel column's extent
+    (ny, nx, 2) int32: the first and last k with ``f[k, iy, ix] != 0`` (NaN included),
+    ``(nz, -1)`` for a column of zeros. The projectors skip empty columns and the
+    voxels outside the extent (adding zeros changes nothing), so a phantom in air
+    costs in proportion to what is not air.
     """
     nz, ny, nx = f.shape
     V = np.empty((ny, nx, nz), dtype=np.float32)
-    threads.run(_volume_z_columns_rows, f, V, items=ny)
-    return V
+    extent = np.empty((ny, nx, 2), dtype=np.int32)
+    threads.run(_volume_z_columns_rows, f, V, extent, items=ny)
+    return V, extent
 
 
 @numba.njit(**FAST_JIT)
-def _volume_z_columns_rows(f, V, start, step):
+def _volume_z_columns_rows(f, V, extent, start, step):
     """Rows ``iy = start, start + step, …`` of :func:`volume_z_columns`."""
     nz, ny, nx = f.shape
     for iy in range(start, ny, step):
+        for ix in range(nx):
+            extent[iy, ix, 0] = nz
+            extent[iy, ix, 1] = -1
         # Eight slices at a time: each column gets 32 contiguous bytes per pass instead
         # of 4 (a slice at a time, the writes of a pass touched nx cache lines, nz·4 bytes
         # apart: few cache sets where nz is a power of two), and the eight rows of f read
@@ -124,8 +147,15 @@ def _volume_z_columns_rows(f, V, start, step):
         for k0 in range(0, nz, Z_BLOCK):
             k1 = min(nz, k0 + Z_BLOCK)
             for ix in range(nx):
+                lo = extent[iy, ix, 0]
+                hi = extent[iy, ix, 1]
                 for k in range(k0, k1):
-                    V[iy, ix, k] = f[k, iy, ix]
+                    v = f[k, iy, ix]
+                    V[iy, ix, k] = v
+                    hi = k if v != 0.0 else hi
+                    lo = min(lo, k if v != 0.0 else nz)
+                extent[iy, ix, 0] = lo
+                extent[iy, ix, 1] = hi
 
 
 @numba.njit(**INLINE)

@@ -92,14 +92,14 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
         return g
     if direct_rows(plan):
-        axial_direct.project(columns.volume_z_columns(f), g, views.col_dir, views.source_xy,
+        axial_direct.project(*columns.volume_z_columns(f), g, views.col_dir, views.source_xy,
                              views.source_z, sdd, views.sod, views.helical_pitch,
                              views.column_model, fov_r2, s.x0, s.y0, s.z0, s.voxel_width,
                              s.voxel_height, s.pixel_width, s.pixel_height, center_col,
                              center_row, plan.row_factor, s.dist_sod)
         return g
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    threads.run(axial.project, columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
+    threads.run(axial.project, *columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
                 views.source_z, _focus(views), sdd, views.sod, views.helical_pitch,
                 views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
                 s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
