@@ -49,8 +49,8 @@ def _full_extents(monkeypatch):
     for name in ("volume_z_cumsum", "volume_z_columns"):
         orig = getattr(columns, name)
 
-        def full(f, orig=orig):
-            S, extent = orig(f)
+        def full(f, *rows, orig=orig):
+            S, extent = orig(f, *rows)
             extent[..., 0] = 0
             extent[..., 1] = f.shape[0] - 1
             return S, extent
@@ -91,3 +91,24 @@ def test_extents_are_the_first_and_last_nonzero_voxels(which, rng):
     last = np.where(nonzero.any(0), nz - 1 - nonzero[::-1].argmax(0), -1)
     np.testing.assert_array_equal(extent[..., 0], first)
     np.testing.assert_array_equal(extent[..., 1], last)
+
+
+@pytest.mark.parametrize("name", ["cone", "helical", "modular", "parallel", "fan"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_projection_in_slabs_of_rows(name, sparse, rng, monkeypatch):
+    """Volumes over launch.WHOLE_VOLUME_BYTES are projected a slab of rows at a time
+    (launch.projection_slabs), each slab's sums added to the projections: the same
+    projections to float32 rounding. Forced here on a small volume."""
+    from leap.kernels.cpu import launch
+    geo = _geometries()[name]
+    f = _sparse_volume(rng) if sparse else rng.random(VOLUME.shape, dtype=np.float32)
+    whole = leap.project(geo, VOLUME, f)
+    monkeypatch.setattr(launch, "WHOLE_VOLUME_BYTES", 0)
+    slabs = launch.projection_slabs(VOLUME.shape)
+    assert 1 < len(slabs) <= launch.PROJECTION_SLABS
+    assert max(b - a for a, b in slabs) == -(-VOLUME.num_y // launch.PROJECTION_SLABS)
+    assert slabs[0][0] == 0 and slabs[-1][1] == VOLUME.num_y
+    assert all(a[1] == b[0] for a, b in zip(slabs, slabs[1:]))
+    g = leap.project(geo, VOLUME, f)
+    assert not np.array_equal(g, 0 * g)
+    np.testing.assert_allclose(g, whole, rtol=1e-6, atol=1e-6 * np.abs(whole).max())

@@ -62,7 +62,8 @@ from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
 def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, model,
                   magnify_z, fov_r2,
                   x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                  center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2):
+                  center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2,
+                  iy0, accumulate):
     """One view of the general projector into ``ga`` (nrows, ncols), S, extent =
     volume_z_cumsum(f) (ny, nx, nz + 1), (ny, nx, 2): empty voxel columns are skipped
     and only the rows that a column's nonzero voxels reach (and one row on either side:
@@ -77,7 +78,8 @@ def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, p
     (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
     cumulative sum; ``stretch`` weights each voxel by its own out-of-plane ray stretch
     (:func:`voxel_stretch`, the modular model; ``row_factor`` is then ones), using
-    ``W`` and ``D2`` (nz,) scratch.
+    ``W`` and ``D2`` (nz,) scratch. S holds the volume's rows from ``iy0`` on;
+    ``accumulate`` adds the view to ``ga`` instead of overwriting it.
     """
     weighted = sw.shape[0] > 0 or stretch
     ny, nx, nz1 = S.shape
@@ -94,7 +96,7 @@ def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, p
     A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
                               center_row)
     for iy in range(ny):
-        y = y0 + iy * voxel_width
+        y = y0 + (iy0 + iy) * voxel_width
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         for ix in range(lo, hi):
             k_first = extent[iy, ix, 0]
@@ -150,17 +152,22 @@ def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, p
                     add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * stride)
     for j in range(nrows):
         rf = row_factor[j]
-        for i in range(ncols):
-            ga[j, i] = acc[i + GUARD_LO, j] * rf
+        if accumulate:
+            for i in range(ncols):
+                ga[j, i] += acc[i + GUARD_LO, j] * rf
+        else:
+            for i in range(ncols):
+                ga[j, i] = acc[i + GUARD_LO, j] * rf
 
 
 @numba.njit(**FAST_JIT)
 def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
             fov_r2, x0, y0, z0, voxel_width, voxel_height,
             pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
-            stretch, start, step):
-    """Forward projection into g from S, extent = volume_z_cumsum(f) ((ny, nx, nz + 1)
-    float32, (ny, nx, 2) int32), the
+            stretch, iy0, accumulate, start, step):
+    """Forward projection into g from S, extent = volume_z_cumsum(f, iy0, iy0 + ny) ((ny,
+    nx, nz + 1) float32, (ny, nx, 2) int32: the volume's rows from ``iy0``; ``accumulate``
+    adds them to g instead of overwriting it, :func:`leap.kernels.cpu.launch.project`), the
     views ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`: one view at a
     time per thread (parallel and fan beams whose slices lie on rows:
     :func:`leap.kernels.cpu.axial_direct.project`; single-slice parallel beams:
@@ -189,7 +196,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, 
                       pitch, model, magnify_z, fov_r2,
                       x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                       center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
-                      cumw, W, D2)
+                      cumw, W, D2, iy0, accumulate)
 
 
 #: Voxels (float64 accumulators) per back-projection tile: 512 KiB, so that a tile's

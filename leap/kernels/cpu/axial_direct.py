@@ -157,12 +157,12 @@ def direct_group(na, threads, volume_bytes):
 
 
 @numba.njit(**INLINE)
-def _project_direct_rows(S, extent, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd, sod, pitch,
-                         model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
-                         pixel_height, center_col, center_row, dist_sod):
-    """Rows ``iy_lo <= iy < iy_hi`` of the volume S, extent = volume_z_columns(f) (ny, nx,
-    nz), (ny, nx, 2) (voxels outside a column's extent are skipped) into one view's
-    accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8))
+def _project_direct_rows(S, extent, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy, zs, sdd,
+                         sod, pitch, model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+                         pixel_height, center_col, center_row, dist_sod, iy0):
+    """Rows ``iy_lo <= iy < iy_hi`` (volume row iy0 + iy) of S, extent =
+    volume_z_columns(f, iy0, …) (ny, nx, nz), (ny, nx, 2) (voxels outside a column's
+    extent are skipped) into one view's accumulator ``acc`` (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8))
     float64, direct rows; fp : (3, nx) float64 scratch."""
     ny, nx, nz = S.shape
     stride = acc.shape[1]
@@ -177,7 +177,7 @@ def _project_direct_rows(S, extent, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy
     Sf = S.reshape(-1)
     af = acc.reshape(-1)
     for iy in range(iy_lo, iy_hi):
-        y = y0 + iy * voxel_width
+        y = y0 + (iy0 + iy) * voxel_width
         lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
         direct_footprints(fp, lo, hi, 0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                           sdd, sod, pitch, model, voxel_width, pixel_width, center_col,
@@ -209,9 +209,9 @@ def _project_direct_rows(S, extent, acc, nrows, fp, iy_lo, iy_hi, cx, cy, sx, sy
 def _project_direct_views(S, extent, g, acc, fp, a0, a1, col_dir, source_xy, source_z, sdd, sod,
                           pitch, model, fov_r2, x0, y0, z0, voxel_width, voxel_height,
                           pixel_width, pixel_height, center_col, center_row, row_factor,
-                          dist_sod):
-    """Views ``a0 <= a < a1`` of the projector into g, direct rows, S = volume_z_columns(f)
-    (ny, nx, nz): a block of volume rows (:data:`DIRECT_BLOCK_BYTES`) into each view in
+                          dist_sod, iy0, accumulate):
+    """Views ``a0 <= a < a1`` of the projector into g (added to it if ``accumulate``),
+    direct rows, S = volume_z_columns(f, iy0, iy0 + ny) (ny, nx, nz): a block of volume rows (:data:`DIRECT_BLOCK_BYTES`) into each view in
     turn, so the block comes from memory once for the group.
     acc : (>= a1 - a0, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), fp : (3, nx)
     float64 scratch.
@@ -223,16 +223,21 @@ def _project_direct_views(S, extent, g, acc, fp, a0, a1, col_dir, source_xy, sou
     for iy_lo in range(0, ny, step):
         iy_hi = min(ny, iy_lo + step)
         for a in range(a0, a1):
-            _project_direct_rows(S, extent, acc[a - a0], nrows, fp, iy_lo, iy_hi, col_dir[a, 0],
+            _project_direct_rows(S, extent, acc[a - a0], nrows, fp, iy_lo, iy_hi,
+                                 col_dir[a, 0],
                                  col_dir[a, 1], source_xy[a, 0], source_xy[a, 1],
                                  source_z[a], sdd[a], sod, pitch, model, fov_r2, x0, y0, z0,
                                  voxel_width, voxel_height, pixel_width, pixel_height,
-                                 center_col[a], center_row[a], dist_sod)
+                                 center_col[a], center_row[a], dist_sod, iy0)
     for a in range(a0, a1):
         for j in range(nrows):
             rf = row_factor[j]
-            for i in range(ncols):
-                g[a, j, i] = acc[a - a0, i + GUARD_LO, j] * rf
+            if accumulate:
+                for i in range(ncols):
+                    g[a, j, i] += acc[a - a0, i + GUARD_LO, j] * rf
+            else:
+                for i in range(ncols):
+                    g[a, j, i] = acc[a - a0, i + GUARD_LO, j] * rf
 
 
 
@@ -413,9 +418,10 @@ def _gather_direct_views(G, slab, fp, off, w, wide, views, count, lo, hi, iy0, i
 
 def project(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
             voxel_width, voxel_height, pixel_width, pixel_height, center_col, center_row,
-            row_factor, dist_sod):
-    """Forward projection into g (na, nrows, ncols) float32 from S = volume_z_columns(f)
-    (ny, nx, nz) float32, every view with direct rows (:func:`all_direct`): groups of
+            row_factor, dist_sod, iy0, accumulate):
+    """Forward projection into g (na, nrows, ncols) float32 (added to it if
+    ``accumulate``) from S, extent = volume_z_columns(f, iy0, iy0 + ny) ((ny, nx, nz)
+    float32, the volume's rows from ``iy0``), every view with direct rows (:func:`all_direct`): groups of
     views (:func:`direct_group`, :func:`_project_direct_views`) on all threads
     (:func:`leap.kernels.cpu.threads.run`). Arguments as for
     :func:`leap.kernels.cpu.axial.project` (no focus offsets, slice weights or stretch:
@@ -424,14 +430,14 @@ def project(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, 
     size = direct_group(na, numba.get_num_threads(), S.nbytes)
     threads.run(_project_groups, S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model,
                 fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                center_col, center_row, row_factor, dist_sod, size,
+                center_col, center_row, row_factor, dist_sod, iy0, accumulate, size,
                 items=(na + size - 1) // size)
 
 
 @numba.njit(**FAST_JIT)
 def _project_groups(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch, model, fov_r2, x0,
                     y0, z0, voxel_width, voxel_height, pixel_width, pixel_height, center_col,
-                    center_row, row_factor, dist_sod, size, start, step):
+                    center_row, row_factor, dist_sod, iy0, accumulate, size, start, step):
     """The groups of ``size`` views ``start, start + step, …`` of :func:`project`."""
     na, nrows, ncols = g.shape
     acc = np.empty((size, GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)),
@@ -442,7 +448,8 @@ def _project_groups(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch,
         _project_direct_views(S, extent, g, acc, fp, a0, min(na, a0 + size), col_dir, source_xy,
                               source_z, sdd, sod, pitch, model, fov_r2, x0, y0, z0,
                               voxel_width, voxel_height, pixel_width, pixel_height,
-                              center_col, center_row, row_factor, dist_sod)
+                              center_col, center_row, row_factor, dist_sod, iy0,
+                              accumulate)
 
 
 @numba.njit(**FAST_JIT)

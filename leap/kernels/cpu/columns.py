@@ -73,51 +73,56 @@ INLINE = dict(FAST_JIT, inline="always")
 Z_BLOCK = 8
 
 
-def volume_z_cumsum(f):
-    """Cumulative sums along z, ``S[iy, ix, k] = Σ_{k' < k} f[k', iy, ix]``, and each
-    voxel column's extent (:func:`volume_z_columns`).
+def volume_z_cumsum(f, iy0=0, iy1=None):
+    """Cumulative sums along z of the rows ``iy0 <= iy < iy1`` (default: all) of f,
+    ``S[r, ix, k] = Σ_{k' < k} f[k', iy0 + r, ix]``, and each voxel column's extent
+    (:func:`volume_z_columns`).
 
-    f : (nz, ny, nx) float32. Returns S : (ny, nx, nz + 1) float32, summed in float64,
-    and the extents (ny, nx, 2) int32.
+    f : (nz, ny, nx) float32. Returns S : (iy1 − iy0, nx, nz + 1) float32, summed in
+    float64, and the extents (iy1 − iy0, nx, 2) int32.
     """
     nz, ny, nx = f.shape
-    S = np.empty((ny, nx, nz + 1), dtype=np.float32)
-    extent = np.empty((ny, nx, 2), dtype=np.int32)
-    threads.run(_volume_z_cumsum_rows, f, S, extent, items=ny)
+    iy1 = ny if iy1 is None else iy1
+    S = np.empty((iy1 - iy0, nx, nz + 1), dtype=np.float32)
+    extent = np.empty((iy1 - iy0, nx, 2), dtype=np.int32)
+    threads.run(_volume_z_cumsum_rows, f, S, extent, iy0, items=iy1 - iy0)
     return S, extent
 
 
 @numba.njit(**FAST_JIT)
-def _volume_z_cumsum_rows(f, S, extent, start, step):
-    """Rows ``iy = start, start + step, …`` of :func:`volume_z_cumsum`."""
-    nz, ny, nx = f.shape
+def _volume_z_cumsum_rows(f, S, extent, iy0, start, step):
+    """Rows ``iy0 + r``, ``r = start, start + step, …`` of :func:`volume_z_cumsum`."""
+    nz = f.shape[0]
+    nx = f.shape[2]
     run = np.empty(nx, dtype=np.float64)
     first = np.empty(nx, dtype=np.int32)
     last = np.empty(nx, dtype=np.int32)
-    for iy in range(start, ny, step):
+    for r in range(start, S.shape[0], step):
+        iy = iy0 + r
         run[:] = 0.0
         first[:] = nz
         last[:] = -1
         for ix in range(nx):
-            S[iy, ix, 0] = 0.0
+            S[r, ix, 0] = 0.0
         for k in range(nz):
             for ix in range(nx):
                 v = f[k, iy, ix]
                 run[ix] += v
-                S[iy, ix, k + 1] = run[ix]
+                S[r, ix, k + 1] = run[ix]
                 # Selects, not branches: the loop still vectorises. NaN counts as
                 # nonzero (v != 0), so it still reaches the projections.
                 last[ix] = k if v != 0.0 else last[ix]
                 first[ix] = min(first[ix], k if v != 0.0 else nz)
         for ix in range(nx):
-            extent[iy, ix, 0] = first[ix]
-            extent[iy, ix, 1] = last[ix]
+            extent[r, ix, 0] = first[ix]
+            extent[r, ix, 1] = last[ix]
 
 
-def volume_z_columns(f):
-    """The volume with z contiguous: ``V[iy, ix, k] = f[k, iy, ix]``.
+def volume_z_columns(f, iy0=0, iy1=None):
+    """The rows ``iy0 <= iy < iy1`` (default: all) of the volume with z contiguous:
+    ``V[r, ix, k] = f[k, iy0 + r, ix]``.
 
-    f : (nz, ny, nx) float32. Returns V : (ny, nx, nz) float32 (what the projector reads
+    f : (nz, ny, nx) float32. Returns V : (iy1 − iy0, nx, nz) float32 (what the projector reads
     for direct rows, in place of :func:`volume_z_cumsum`) and each voxel column's extent
     (ny, nx, 2) int32: the first and last k with ``f[k, iy, ix] != 0`` (NaN included),
     ``(nz, -1)`` for a column of zeros. The projectors skip empty columns and the
@@ -125,20 +130,23 @@ def volume_z_columns(f):
     costs in proportion to what is not air.
     """
     nz, ny, nx = f.shape
-    V = np.empty((ny, nx, nz), dtype=np.float32)
-    extent = np.empty((ny, nx, 2), dtype=np.int32)
-    threads.run(_volume_z_columns_rows, f, V, extent, items=ny)
+    iy1 = ny if iy1 is None else iy1
+    V = np.empty((iy1 - iy0, nx, nz), dtype=np.float32)
+    extent = np.empty((iy1 - iy0, nx, 2), dtype=np.int32)
+    threads.run(_volume_z_columns_rows, f, V, extent, iy0, items=iy1 - iy0)
     return V, extent
 
 
 @numba.njit(**FAST_JIT)
-def _volume_z_columns_rows(f, V, extent, start, step):
-    """Rows ``iy = start, start + step, …`` of :func:`volume_z_columns`."""
-    nz, ny, nx = f.shape
-    for iy in range(start, ny, step):
+def _volume_z_columns_rows(f, V, extent, iy0, start, step):
+    """Rows ``iy0 + r``, ``r = start, start + step, …`` of :func:`volume_z_columns`."""
+    nz = f.shape[0]
+    nx = f.shape[2]
+    for r in range(start, V.shape[0], step):
+        iy = iy0 + r
         for ix in range(nx):
-            extent[iy, ix, 0] = nz
-            extent[iy, ix, 1] = -1
+            extent[r, ix, 0] = nz
+            extent[r, ix, 1] = -1
         # Eight slices at a time: each column gets 32 contiguous bytes per pass instead
         # of 4 (a slice at a time, the writes of a pass touched nx cache lines, nz·4 bytes
         # apart: few cache sets where nz is a power of two), and the eight rows of f read
@@ -147,15 +155,15 @@ def _volume_z_columns_rows(f, V, extent, start, step):
         for k0 in range(0, nz, Z_BLOCK):
             k1 = min(nz, k0 + Z_BLOCK)
             for ix in range(nx):
-                lo = extent[iy, ix, 0]
-                hi = extent[iy, ix, 1]
+                lo = extent[r, ix, 0]
+                hi = extent[r, ix, 1]
                 for k in range(k0, k1):
                     v = f[k, iy, ix]
-                    V[iy, ix, k] = v
+                    V[r, ix, k] = v
                     hi = k if v != 0.0 else hi
                     lo = min(lo, k if v != 0.0 else nz)
-                extent[iy, ix, 0] = lo
-                extent[iy, ix, 1] = hi
+                extent[r, ix, 0] = lo
+                extent[r, ix, 1] = hi
 
 
 @numba.njit(**INLINE)

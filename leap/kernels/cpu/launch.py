@@ -8,6 +8,13 @@ of its own, so that a geometry compiles only what it runs (a cone beam's first c
 does not compile the direct-row passes, and the other way round).
 Arrays are float32, C-contiguous and already validated; the outputs are overwritten.
 
+The projectors read the volume as z-contiguous columns (cumulative sums, or the values
+for direct rows, :mod:`leap.kernels.cpu.columns`): a copy, made for the whole volume up to
+:data:`WHOLE_VOLUME_BYTES` and beyond that a slab of rows at a time
+(:func:`projection_slabs`), so that projecting a 2048³ volume needs an eighth of it
+more, not a second 32 GiB. The back-projectors read the projections prepared once
+(:func:`prepare_projections`: one projection set).
+
 Modular beams whose modules are all vertical run on the axial kernels (view by view a
 flat cone beam with its own distance and detector centre, each voxel weighted by its
 own ray stretch: the modular model, column by column); other modular beams on the
@@ -91,21 +98,47 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
         axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
         return g
+    slabs = projection_slabs(f.shape)
     if direct_rows(plan):
-        axial_direct.project(*columns.volume_z_columns(f), g, views.col_dir, views.source_xy,
-                             views.source_z, sdd, views.sod, views.helical_pitch,
-                             views.column_model, fov_r2, s.x0, s.y0, s.z0, s.voxel_width,
-                             s.voxel_height, s.pixel_width, s.pixel_height, center_col,
-                             center_row, plan.row_factor, s.dist_sod)
+        for iy0, iy1 in slabs:
+            axial_direct.project(*columns.volume_z_columns(f, iy0, iy1), g, views.col_dir,
+                                 views.source_xy, views.source_z, sdd, views.sod,
+                                 views.helical_pitch, views.column_model, fov_r2, s.x0, s.y0,
+                                 s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
+                                 s.pixel_height, center_col, center_row, plan.row_factor,
+                                 s.dist_sod, iy0, iy0 > 0)
         return g
     sw = _NO_SLICE_WEIGHTS if plan.slice_weights is None else plan.slice_weights
-    threads.run(axial.project, *columns.volume_z_cumsum(f), g, views.col_dir, views.source_xy,
-                views.source_z, _focus(views), sdd, views.sod, views.helical_pitch,
-                views.column_model, views.magnify_z, fov_r2, s.x0, s.y0, s.z0,
-                s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                center_col, center_row, plan.row_factor, s.dist_sod, sw, stretch,
-                items=g.shape[0])
+    for iy0, iy1 in slabs:
+        threads.run(axial.project, *columns.volume_z_cumsum(f, iy0, iy1), g, views.col_dir,
+                    views.source_xy, views.source_z, _focus(views), sdd, views.sod,
+                    views.helical_pitch, views.column_model, views.magnify_z, fov_r2, s.x0,
+                    s.y0, s.z0, s.voxel_width, s.voxel_height, s.pixel_width,
+                    s.pixel_height, center_col, center_row, plan.row_factor, s.dist_sod, sw,
+                    stretch, iy0, iy0 > 0, items=g.shape[0])
     return g
+
+
+#: Volumes up to this size (bytes of float32) are projected from one z-contiguous copy;
+#: larger ones a slab of rows at a time (:func:`projection_slabs`).
+WHOLE_VOLUME_BYTES = 32 << 20
+#: Slabs of rows a larger volume is projected in: the projector's copy of the volume
+#: (cumulative sums or z-contiguous values, :mod:`leap.kernels.cpu.columns`) is then an
+#: eighth of it (512³: 64 MiB instead of 512 MiB).
+PROJECTION_SLABS = 8
+
+
+def projection_slabs(shape) -> list[tuple[int, int]]:
+    """Row ranges ``(iy0, iy1)`` of a volume of ``shape`` (nz, ny, nx) that
+    :func:`project` takes in turn: the whole volume up to :data:`WHOLE_VOLUME_BYTES`,
+    else :data:`PROJECTION_SLABS` slabs. After the first slab each view's sums are added
+    to the float32 projections (one rounding per slab: within 1e-6 of the whole-volume
+    result, not bit for bit)."""
+    nz, ny, nx = shape
+    if 4 * nz * ny * nx <= WHOLE_VOLUME_BYTES or ny < 2:
+        return [(0, ny)]
+    step = -(-ny // PROJECTION_SLABS)
+    return [(iy0, min(ny, iy0 + step)) for iy0 in range(0, ny, step)]
 
 
 def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
