@@ -8,7 +8,8 @@ case in :mod:`leap.kernels.cpu.axial_slice`; the direct-row passes (parallel and
 beams whose slices lie on detector rows, which read values rather than cumulative sums)
 in :mod:`leap.kernels.cpu.axial_direct`. This module holds the entry points
 (:func:`project`, :func:`backproject`), the cone family's per-view and per-tile passes
-(:func:`_project_view`, :func:`_backproject_tile`) and the tiling (:func:`tile_edge`).
+(each a loop over views or tiles that :mod:`leap.kernels.cpu.threads` shares out) and the
+tiling (:func:`tile_edge`).
 
 Slices on rows ("direct" rows): when every view has direct rows
 (:func:`~leap.kernels.cpu.axial_direct.all_direct`), parallel and fan beams run on the
@@ -59,112 +60,10 @@ from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
 # General axial kernels.
 
 @numba.njit(**FAST_JIT)
-def _project_view(S, extent, ga, acc, E, cx, cy, sx, sy, zs, ox, oy, sdd, sod, pitch, model,
-                  magnify_z, fov_r2,
-                  x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                  center_col, center_row, row_factor, dist_sod, sw, stretch, cumw, W, D2,
-                  iy0, accumulate):
-    """One view of the general projector into ``ga`` (nrows, ncols), S, extent =
-    volume_z_cumsum(f) (ny, nx, nz + 1), (ny, nx, 2): empty voxel columns are skipped
-    and only the rows that a column's nonzero voxels reach (and one row on either side:
-    the rows beyond get exact zeros) are computed.
-
-    acc : (GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)) float64 scratch, E :
-    (nrows + 1,) scratch. ``ox, oy``: the curved detector's focus offsets
-    (:func:`~leap.kernels.footprints.axial_column_footprint`; 0 without a flying focal
-    spot, whose z offset is in ``center_row``).
-    The transposes of the back-projector's FBP weights: ``dist_sod > 0`` weights the
-    view by ``fbp_distance_weight`` (fan: sod/(sod − x·θ), cone-parallel: D/sod); a non-empty ``sw`` (nz,) weights slice k by ``sw[k]``
-    (magnified rows only), using ``cumw`` (nz + 1,) scratch for the column's weighted
-    cumulative sum; ``stretch`` weights each voxel by its own out-of-plane ray stretch
-    (:func:`voxel_stretch`, the modular model; ``row_factor`` is then ones), using
-    ``W`` and ``D2`` (nz,) scratch. S holds the volume's rows from ``iy0`` on;
-    ``accumulate`` adds the view to ``ga`` instead of overwriting it.
-    """
-    weighted = sw.shape[0] > 0 or stretch
-    ny, nx, nz1 = S.shape
-    nz = nz1 - 1
-    nrows, ncols = ga.shape
-    stride = acc.shape[1]
-    acc[:, :] = 0.0
-    # Flat arrays and offsets, not a view per column (columns module notes).
-    Sf = S.reshape(-1)
-    accf = acc.reshape(-1)
-    if stretch:
-        squared_heights(z0, voxel_height, zs, D2)
-    cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
-    A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
-                              center_row)
-    for iy in range(ny):
-        y = y0 + (iy0 + iy) * voxel_width
-        lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
-        for ix in range(lo, hi):
-            k_first = extent[iy, ix, 0]
-            k_last = extent[iy, ix, 1]
-            if k_last < k_first:
-                continue
-            x = x0 + ix * voxel_width
-            c_lo, c_hi, weight, dist, dz = axial_footprint(
-                model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-                voxel_width, pixel_width, center_col, ox, oy)
-            if dist <= 0.0:
-                continue
-            if dist_sod > 0.0:
-                weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-            cum = (iy * nx + ix) * nz1
-            if magnify_z:
-                A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
-                                          pixel_height, center_row)
-            # Rows outside [A + k_first·B, A + (k_last + 1)·B] (plus a row's margin, so
-            # that rounding cannot drop a nonzero difference) read constant cumulative
-            # sums: their differences are exactly zero.
-            fj0 = max(0.0, np.floor(A + 0.5), np.floor(A + k_first * B + 0.5) - 1.0)
-            fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5),
-                      np.floor(A + (k_last + 1) * B + 0.5) + 1.0)
-            if fj0 > fj1:
-                continue
-            j0 = int(fj0)
-            j1 = int(fj1)
-            # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
-            # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
-            if weighted:
-                weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
-                                    W)
-                prefix_sum(W, nz, cumw)
-                cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
-            else:
-                cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
-            if two_pixels(c_lo, c_hi):
-                fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                w0 = o0 * weight * B
-                w1 = o1 * weight * B
-                a0 = (int(fl) + GUARD_LO) * stride
-                if o1 == 0.0:
-                    add_differences(E, j0, j1 + 1, w0, accf, a0)
-                else:
-                    add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + stride)
-            else:
-                i0, i1 = column_range(c_lo, c_hi, ncols)
-                for i in range(i0, i1 + 1):
-                    w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
-                    if w == 0.0:
-                        continue
-                    add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * stride)
-    for j in range(nrows):
-        rf = row_factor[j]
-        if accumulate:
-            for i in range(ncols):
-                ga[j, i] += acc[i + GUARD_LO, j] * rf
-        else:
-            for i in range(ncols):
-                ga[j, i] = acc[i + GUARD_LO, j] * rf
-
-
-@numba.njit(**FAST_JIT)
-def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
-            fov_r2, x0, y0, z0, voxel_width, voxel_height,
-            pixel_width, pixel_height, center_col, center_row, row_factor, dist_sod, slice_w,
-            stretch, iy0, accumulate, start, step):
+def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, pitch, model,
+            magnify_z, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
+            pixel_height, center_cols, center_rows, row_factor, dist_sod, slice_w, stretch,
+            iy0, accumulate, start, step):
     """Forward projection into g from S, extent = volume_z_cumsum(f, iy0, iy0 + ny) ((ny,
     nx, nz + 1) float32, (ny, nx, 2) int32: the volume's rows from ``iy0``; ``accumulate``
     adds them to g instead of overwriting it, :func:`leap.kernels.cpu.launch.project`), the
@@ -174,29 +73,118 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd, sod, pitch, 
     :func:`leap.kernels.cpu.axial_slice.project`).
 
     g : (na, nrows, ncols) float32, overwritten.
-    col_dir, source_xy : (na, 2) float64; source_z, sdd : (na,) float64, mm; focus :
+    col_dir, source_xy : (na, 2) float64; source_z, sdd_views : (na,) float64, mm; focus :
     (na, 2) float64, the curved detector's focus offsets along the column axis and the
     rays, mm (zeros without a flying focal spot; :class:`~leap.geometry.axial.AxialViews`);
-    center_col, center_row : (na,) float64, fractional pixels (per view: vertical
+    center_cols, center_rows : (na,) float64, fractional pixels (per view: vertical
     modular modules have their own). row_factor : (nrows,) float64. ``stretch``: the
     modular model's per-voxel ray stretch instead of row_factor's per-row one.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
     ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
     are the transposes of :func:`backproject`'s FBP weights.
+
+    Each view: empty voxel columns are skipped and only the rows that a column's nonzero
+    voxels reach (and one row on either side: the rows beyond get exact zeros) are
+    computed. The view's pixels are summed in ``acc`` (column, row), so a voxel
+    column's rows are contiguous, E holds a column's cumulative sums at the row
+    edges. The slice weights take ``cumw`` for the column's weighted cumulative sum,
+    the stretch ``W`` and ``D2``. One compiled function for the views' loop and body:
+    a function per view was compiled and optimised once more inside the loop's (1.4 s
+    of a fresh environment's first projection).
     """
     na, nrows, ncols = g.shape
-    nz = S.shape[2] - 1
-    # One view's pixels, (column, row) so a voxel column's rows are contiguous.
+    ny, nx, nz1 = S.shape
+    nz = nz1 - 1
+    weighted = slice_w.shape[0] > 0 or stretch
     acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), dtype=np.float64)
     E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
+    stride = acc.shape[1]
+    # Flat arrays and offsets, not a view per column (columns module notes).
+    Sf = S.reshape(-1)
+    accf = acc.reshape(-1)
     for a in range(start, na, step):
+        ga = g[a]
+        cx = col_dir[a, 0]
+        cy = col_dir[a, 1]
+        sx = source_xy[a, 0]
+        sy = source_xy[a, 1]
+        zs = source_z[a]
+        ox = focus[a, 0]
+        oy = focus[a, 1]
+        sdd = sdd_views[a]
+        center_col = center_cols[a]
+        center_row = center_rows[a]
         sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-        _project_view(S, extent, g[a], acc, E, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0],
-                      source_xy[a, 1], source_z[a], focus[a, 0], focus[a, 1], sdd[a], sod,
-                      pitch, model, magnify_z, fov_r2,
-                      x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
-                      center_col[a], center_row[a], row_factor, dist_sod, sw, stretch,
-                      cumw, W, D2, iy0, accumulate)
+        acc[:, :] = 0.0
+        if stretch:
+            squared_heights(z0, voxel_height, zs, D2)
+        cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
+        A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
+                                  center_row)
+        for iy in range(ny):
+            y = y0 + (iy0 + iy) * voxel_width
+            lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
+            for ix in range(lo, hi):
+                k_first = extent[iy, ix, 0]
+                k_last = extent[iy, ix, 1]
+                if k_last < k_first:
+                    continue
+                x = x0 + ix * voxel_width
+                c_lo, c_hi, weight, dist, dz = axial_footprint(
+                    model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
+                    voxel_width, pixel_width, center_col, ox, oy)
+                if dist <= 0.0:
+                    continue
+                if dist_sod > 0.0:
+                    weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+                cum = (iy * nx + ix) * nz1
+                if magnify_z:
+                    A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
+                                              pixel_height, center_row)
+                # Rows outside [A + k_first·B, A + (k_last + 1)·B] (plus a row's margin, so
+                # that rounding cannot drop a nonzero difference) read constant cumulative
+                # sums: their differences are exactly zero.
+                fj0 = max(0.0, np.floor(A + 0.5), np.floor(A + k_first * B + 0.5) - 1.0)
+                fj1 = min(nrows - 1.0, np.floor(A + nz * B + 0.5),
+                          np.floor(A + (k_last + 1) * B + 0.5) + 1.0)
+                if fj0 > fj1:
+                    continue
+                j0 = int(fj0)
+                j1 = int(fj1)
+                # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
+                # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
+                if weighted:
+                    weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
+                                        W)
+                    prefix_sum(W, nz, cumw)
+                    cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                else:
+                    cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                if two_pixels(c_lo, c_hi):
+                    fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
+                    w0 = o0 * weight * B
+                    w1 = o1 * weight * B
+                    a0 = (int(fl) + GUARD_LO) * stride
+                    if o1 == 0.0:
+                        add_differences(E, j0, j1 + 1, w0, accf, a0)
+                    else:
+                        add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + stride)
+                else:
+                    i0, i1 = column_range(c_lo, c_hi, ncols)
+                    for i in range(i0, i1 + 1):
+                        w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
+                        if w == 0.0:
+                            continue
+                        add_differences(E, j0, j1 + 1, w, accf, (i + GUARD_LO) * stride)
+        for j in range(nrows):
+            rf = row_factor[j]
+            if accumulate:
+                for i in range(ncols):
+                    ga[j, i] += acc[i + GUARD_LO, j] * rf
+            else:
+                for i in range(ncols):
+                    ga[j, i] = acc[i + GUARD_LO, j] * rf
+
 
 
 #: Voxels (float64 accumulators) per back-projection tile: 512 KiB, so that a tile's
@@ -215,115 +203,6 @@ def tile_edge(nz, ny, nx, threads):
 
 
 @numba.njit(**FAST_JIT)
-def _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
-                      focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0, voxel_width,
-                      voxel_height, pixel_width, pixel_height, center_col, center_row,
-                      dist_sod, slice_w, stretch):
-    """Back-project all views into a tile of voxel columns: ``slab`` (ty, tx, nz) float64
-    holds rows ``iy0 .. iy0 + ty`` and columns ``ix0 .. ix0 + tx`` of the volume (nx
-    columns wide).
-
-    Views are the outer loop, so per-view constants are computed once per tile, and
-    each view's cumulative sums are read only in the few detector columns the tile
-    covers (a whole row of voxel columns reads nearly all of them, for every row: at
-    256³ the whole of G streamed from memory 256 times).
-    E : (nz + 1,), Gc : (nrows + 1,), W and D2 : (nz,) float64 scratch. ``stretch`` weights
-    voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). ``dist_sod > 0``
-    multiplies each view's weight by ``fbp_distance_weight`` (fan-beam and cone-parallel
-    FBP); a non-empty ``slice_w`` (na, nz) multiplies voxel k's contribution from view a
-    by ``slice_w[a, k]`` (helical FBP, magnified rows).
-    """
-    weighted = slice_w.shape[0] > 0 or stretch
-    ty, tx, nz = slab.shape
-    na, L, stride = G.shape
-    ncols = L - GUARD_LO - GUARD_HI
-    nrows = stride - 1
-    slab[:, :, :] = 0.0
-    # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
-    lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
-    if not inside:
-        return
-    # Flat arrays and offsets, not a view per column (columns module notes).
-    Gf = G.reshape(-1)
-    sf = slab.reshape(-1)
-    for a in range(na):
-        zs = source_z[a]
-        sdd_a = sdd[a]
-        crow = center_row[a]
-        A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height,
-                                  crow)
-        cx = col_dir[a, 0]
-        cy = col_dir[a, 1]
-        sx = source_xy[a, 0]
-        sy = source_xy[a, 1]
-        ox = focus[a, 0]
-        oy = focus[a, 1]
-        ccol = center_col[a]
-        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-        if stretch:
-            squared_heights(z0, voxel_height, zs, D2)
-        cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
-                                                               pixel_width)
-        ga = a * L * stride
-        for r in range(ty):
-            y = y0 + (iy0 + r) * voxel_width
-            for ix in range(lo[r], hi[r]):
-                x = x0 + ix * voxel_width
-                c_lo, c_hi, weight, dist, dz = axial_footprint(
-                    model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
-                    pitch, voxel_width, pixel_width, ccol, ox, oy)
-                if dist <= 0.0:
-                    continue
-                if dist_sod > 0.0:
-                    # FBP's distance weight (fan, cone-parallel).
-                    weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-                col = (r * tx + ix - ix0) * nz
-                if magnify_z:
-                    A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a,
-                                              magnify_z, pixel_height, crow)
-                # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
-                # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
-                # sums are constant, so only boundaries in between contribute differences.
-                fk0 = max(np.floor((-0.5 - A) * inv_b), 0.0)
-                fk1 = min(np.ceil((nrows - 0.5 - A) * inv_b), float(nz))
-                if fk0 >= fk1:
-                    continue
-                kb0 = int(fk0)
-                kb1 = int(fk1)
-                if stretch:
-                    voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
-                wk = W if stretch else sw
-                if c_hi - c_lo <= 2.0:
-                    # Two or three taps (three_tap is two_tap up to one pixel). One path
-                    # for one tap too: a branch reading a footprint inside one pixel
-                    # from G directly made cone back-projection slower, not faster
-                    # (without it 0.95-0.98x the time, 0.5 and 0.25 mm voxels), as each
-                    # path's helpers come with reference counts per column here.
-                    fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
-                    c0 = ga + (int(fl) + GUARD_LO) * stride
-                    combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride,
-                                    o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
-                                    B, kb0, kb1, Gc)
-                    cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
-                    if weighted:
-                        add_weighted_differences(E, kb0, kb1, wk, sf, col)
-                    else:
-                        add_differences(E, kb0, kb1, 1.0, sf, col)
-                else:
-                    i0, i1 = column_range(c_lo, c_hi, ncols)
-                    for i in range(i0, i1 + 1):
-                        w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
-                        if w == 0.0:
-                            continue
-                        cumulative_at(Gf, ga + (i + GUARD_LO) * stride, nrows, A + 0.5,
-                                      B, kb0, kb1, w, E)
-                        if weighted:
-                            add_weighted_differences(E, kb0, kb1, wk, sf, col)
-                        else:
-                            add_differences(E, kb0, kb1, 1.0, sf, col)
-
-
-@numba.njit(**FAST_JIT)
 def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
                 fov_r2, x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
@@ -339,23 +218,117 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
     (magnified rows only, i.e. cone beams). ``threads``: the number of threads of the
     call (sets the tile size, :func:`tile_edge`).
+
+    Per tile (``slab`` (ty, tx, nz) float64 holds its rows ``iy0 .. iy0 + ty`` and
+    columns ``ix0 .. ix0 + tx``), views are the outer loop, so per-view constants are
+    computed once per tile, and each view's cumulative sums are read only in the few
+    detector columns the tile covers (a whole row of voxel columns reads nearly all of
+    them, for every row: at 256³ the whole of G streamed from memory 256 times).
+    E : (nz + 1,), Gc : (nrows + 1,), W and D2 : (nz,) float64 scratch. ``stretch``
+    weights voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). One
+    compiled function for the tiles' loop and body (a function per tile was compiled
+    and optimised once more inside the loop's).
     """
     nz, ny, nx = f.shape
-    nrows = G.shape[2] - 1
+    na, L, stride = G.shape
+    ncols = L - GUARD_LO - GUARD_HI
+    nrows = stride - 1
+    weighted = slice_w.shape[0] > 0 or stretch
     t = tile_edge(nz, ny, nx, threads)
     nty = (ny + t - 1) // t
     ntx = (nx + t - 1) // t
     # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
     block = np.empty(t * t * nz, dtype=np.float64)
     E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
+    # Flat arrays and offsets, not a view per column (columns module notes).
+    Gf = G.reshape(-1)
     for tile in range(start, nty * ntx, step):
         iy0 = (tile // ntx) * t
         ix0 = (tile % ntx) * t
         ty = min(t, ny - iy0)
         tx = min(t, nx - ix0)
         slab = block[:ty * tx * nz].reshape((ty, tx, nz))
-        _backproject_tile(G, slab, E, Gc, W, D2, nx, iy0, ix0, col_dir, source_xy, source_z,
-                          focus, sdd, sod, pitch, model, magnify_z, fov_r2, x0, y0, z0,
-                          voxel_width, voxel_height, pixel_width, pixel_height, center_col,
-                          center_row, dist_sod, slice_w, stretch)
+        slab[:, :, :] = 0.0
+        # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
+        lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
+        sf = slab.reshape(-1)
+        if not inside:
+            na_tile = 0
+        else:
+            na_tile = na
+            for a in range(na_tile):
+                zs = source_z[a]
+                sdd_a = sdd[a]
+                crow = center_row[a]
+                A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd_a, magnify_z, pixel_height,
+                                          crow)
+                cx = col_dir[a, 0]
+                cy = col_dir[a, 1]
+                sx = source_xy[a, 0]
+                sy = source_xy[a, 1]
+                ox = focus[a, 0]
+                oy = focus[a, 1]
+                ccol = center_col[a]
+                sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+                if stretch:
+                    squared_heights(z0, voxel_height, zs, D2)
+                cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
+                                                                       pixel_width)
+                ga = a * L * stride
+                for r in range(ty):
+                    y = y0 + (iy0 + r) * voxel_width
+                    for ix in range(lo[r], hi[r]):
+                        x = x0 + ix * voxel_width
+                        c_lo, c_hi, weight, dist, dz = axial_footprint(
+                            model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
+                            pitch, voxel_width, pixel_width, ccol, ox, oy)
+                        if dist <= 0.0:
+                            continue
+                        if dist_sod > 0.0:
+                            # FBP's distance weight (fan, cone-parallel).
+                            weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+                        col = (r * tx + ix - ix0) * nz
+                        if magnify_z:
+                            A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a,
+                                                      magnify_z, pixel_height, crow)
+                        # Voxel boundaries k = 0..nz sit at row coordinate A + kB (cumulative-sum
+                        # index A + kB + 1/2); below row -0.5 or above nrows - 0.5 the cumulative
+                        # sums are constant, so only boundaries in between contribute differences.
+                        fk0 = max(np.floor((-0.5 - A) * inv_b), 0.0)
+                        fk1 = min(np.ceil((nrows - 0.5 - A) * inv_b), float(nz))
+                        if fk0 >= fk1:
+                            continue
+                        kb0 = int(fk0)
+                        kb1 = int(fk1)
+                        if stretch:
+                            voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
+                        wk = W if stretch else sw
+                        if c_hi - c_lo <= 2.0:
+                            # Two or three taps (three_tap is two_tap up to one pixel). One path
+                            # for one tap too: a branch reading a footprint inside one pixel
+                            # from G directly made cone back-projection slower, not faster
+                            # (without it 0.95-0.98x the time, 0.5 and 0.25 mm voxels), as each
+                            # path's helpers come with reference counts per column here.
+                            fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
+                            c0 = ga + (int(fl) + GUARD_LO) * stride
+                            combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride,
+                                            o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
+                                            B, kb0, kb1, Gc)
+                            cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
+                            if weighted:
+                                add_weighted_differences(E, kb0, kb1, wk, sf, col)
+                            else:
+                                add_differences(E, kb0, kb1, 1.0, sf, col)
+                        else:
+                            i0, i1 = column_range(c_lo, c_hi, ncols)
+                            for i in range(i0, i1 + 1):
+                                w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
+                                if w == 0.0:
+                                    continue
+                                cumulative_at(Gf, ga + (i + GUARD_LO) * stride, nrows, A + 0.5,
+                                              B, kb0, kb1, w, E)
+                                if weighted:
+                                    add_weighted_differences(E, kb0, kb1, wk, sf, col)
+                                else:
+                                    add_differences(E, kb0, kb1, 1.0, sf, col)
         store_tile(f, slab, iy0, ix0)

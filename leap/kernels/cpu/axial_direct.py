@@ -452,12 +452,12 @@ def _project_groups(S, extent, g, col_dir, source_xy, source_z, sdd, sod, pitch,
                               accumulate)
 
 
-@numba.njit(**FAST_JIT)
+@numba.njit(**INLINE)
 def _backproject_tile(G, slab, nx, iy0, ix0, col_dir, source_xy, source_z, sdd, sod, pitch,
                       model, fov_r2, x0, y0, z0, voxel_width, voxel_height, pixel_width,
                       pixel_height, center_col, center_row, dist_sod):
     """All views into a tile of voxel columns (``slab`` as for
-    :func:`leap.kernels.cpu.axial._backproject_tile`), direct rows: runs of up to
+    :func:`leap.kernels.cpu.axial.backproject`), direct rows: runs of up to
     PASS_VIEWS views with the same row shift go through :func:`_gather_direct_views`
     together (a shift change ends a run)."""
     ty, tx, nz = slab.shape
