@@ -108,18 +108,22 @@ def direct_footprints(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, 
     """
     # Constant model and flag per call of _footprint_row where the loop vectorises (flat
     # fan, parallel); the other models (arc tangents, square roots of their own) take
-    # both at run time.
+    # both at run time. The constants are int64 values rather than literals, so that
+    # axial_footprint compiles once (literal arguments each compiled it again); inlined
+    # here, LLVM still sees them as constants.
+    flat = np.int64(FLAT)
+    parallel = np.int64(PARALLEL)
     if model == FLAT and dist_sod > 0.0:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-                       sdd, sod, pitch, FLAT, voxel_width, pixel_width, center_col, dist_sod,
+                       sdd, sod, pitch, flat, voxel_width, pixel_width, center_col, dist_sod,
                        True)
     elif model == FLAT:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-                       sdd, sod, pitch, FLAT, voxel_width, pixel_width, center_col, dist_sod,
+                       sdd, sod, pitch, flat, voxel_width, pixel_width, center_col, dist_sod,
                        False)
     elif model == PARALLEL and not dist_sod > 0.0:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
-                       sdd, sod, pitch, PARALLEL, voxel_width, pixel_width, center_col,
+                       sdd, sod, pitch, parallel, voxel_width, pixel_width, center_col,
                        dist_sod, False)
     else:
         _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
