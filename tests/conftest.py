@@ -35,6 +35,17 @@ def run_sim_tests(test_file, timeout=900):
     assert " passed" in r.stdout, out
 
 
+def with_numba_threads(n, fn):
+    """``fn()`` with Numba's thread count set to n (restored afterwards)."""
+    import numba
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
 def rel_l2(a, b):
     """Relative L2 difference ‖a − b‖ / ‖b‖ in float64."""
     a = np.asarray(a, dtype=np.float64)

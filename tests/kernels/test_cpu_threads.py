@@ -9,19 +9,11 @@ import threading
 
 import numba
 import pytest
+from conftest import with_numba_threads
 
 from leap.kernels.cpu import threads
 
 TWO = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
-
-
-def _with_threads(n, fn):
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        return fn()
-    finally:
-        numba.set_num_threads(old)
 
 
 @TWO
@@ -32,7 +24,7 @@ def test_each_share_runs_once_on_its_own_thread(items, expected):
     def kernel(tag, start, step):
         calls.append((tag, start, step, threading.get_ident()))
 
-    _with_threads(2, lambda: threads.run(kernel, "x", items=items))
+    with_numba_threads(2, lambda: threads.run(kernel, "x", items=items))
     assert sorted(c[1] for c in calls) == list(range(expected))
     assert {c[2] for c in calls} == {expected} and {c[0] for c in calls} == {"x"}
     assert len({c[3] for c in calls}) == expected
@@ -51,7 +43,7 @@ def test_a_failure_in_any_thread_is_raised_after_all_finish(failing):
         done.append(start)
 
     with pytest.raises(ValueError, match=f"share {failing} failed"):
-        _with_threads(2, lambda: threads.run(kernel))
+        with_numba_threads(2, lambda: threads.run(kernel))
     assert done == [1 - failing]
 
 

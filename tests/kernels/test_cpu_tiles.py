@@ -8,6 +8,7 @@ skipped or counted twice at a tile's edge, would show up as a difference.
 import numba
 import numpy as np
 import pytest
+from conftest import with_numba_threads
 
 import leap
 from leap.fbp import fbp
@@ -40,15 +41,6 @@ def _geometries():
             "modular": cone.to_modular()}
 
 
-def _with_threads(n, fn):
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        return fn()
-    finally:
-        numba.set_num_threads(old)
-
-
 def test_tilings_differ():
     """The two thread counts below do tile the test volume differently."""
     nz, ny, nx = VOLUME.shape
@@ -61,7 +53,7 @@ def test_backprojection_and_fbp_do_not_depend_on_the_tiling(name, rng):
     geo = _geometries()[name]
     g = rng.standard_normal(geo.projection_shape).astype(np.float32)
     for op in (leap.backproject, fbp):
-        one = _with_threads(1, lambda: op(geo, VOLUME, g))
-        two = _with_threads(2, lambda: op(geo, VOLUME, g))
+        one = with_numba_threads(1, lambda: op(geo, VOLUME, g))
+        two = with_numba_threads(2, lambda: op(geo, VOLUME, g))
         assert np.abs(one).max() > 0
         np.testing.assert_array_equal(one, two, err_msg=f"{name} {op.__name__}")

@@ -81,12 +81,19 @@ def volume_z_cumsum(f, iy0=0, iy1=None):
     f : (nz, ny, nx) float32. Returns S : (iy1 − iy0, nx, nz + 1) float32, summed in
     float64, and the extents (iy1 − iy0, nx, 2) int32.
     """
+    return _z_pass(_volume_z_cumsum_rows, f, iy0, iy1, f.shape[0] + 1)
+
+
+def _z_pass(kernel, f, iy0, iy1, depth):
+    """Run a z pass ``kernel(f, out, extent, iy0, start, step)`` over the rows ``iy0 <= iy
+    < iy1`` (None: to the end) of f on all threads; returns ``out`` (iy1 − iy0, nx,
+    depth) float32 and the extents (iy1 − iy0, nx, 2) int32."""
     nz, ny, nx = f.shape
     iy1 = ny if iy1 is None else iy1
-    S = np.empty((iy1 - iy0, nx, nz + 1), dtype=np.float32)
+    out = np.empty((iy1 - iy0, nx, depth), dtype=np.float32)
     extent = np.empty((iy1 - iy0, nx, 2), dtype=np.int32)
-    threads.run(_volume_z_cumsum_rows, f, S, extent, iy0, items=iy1 - iy0)
-    return S, extent
+    threads.run(kernel, f, out, extent, iy0, items=iy1 - iy0)
+    return out, extent
 
 
 @numba.njit(**FAST_JIT)
@@ -129,12 +136,7 @@ def volume_z_columns(f, iy0=0, iy1=None):
     voxels outside the extent (adding zeros changes nothing), so a phantom in air
     costs in proportion to what is not air.
     """
-    nz, ny, nx = f.shape
-    iy1 = ny if iy1 is None else iy1
-    V = np.empty((iy1 - iy0, nx, nz), dtype=np.float32)
-    extent = np.empty((iy1 - iy0, nx, 2), dtype=np.int32)
-    threads.run(_volume_z_columns_rows, f, V, extent, iy0, items=iy1 - iy0)
-    return V, extent
+    return _z_pass(_volume_z_columns_rows, f, iy0, iy1, f.shape[0])
 
 
 @numba.njit(**FAST_JIT)
