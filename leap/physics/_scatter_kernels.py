@@ -182,51 +182,25 @@ def _make_pair_term(lerp0):
 
 
 # ------------------------------------------------------------------- CPU compilation
-_inline = numba.njit(inline="always", **JIT)
-lerp0 = _inline(_lerp0)
-bilinear0 = _inline(_bilinear0)
-march = numba.njit(**JIT)(_make_march(bilinear0))
-line_integral = _inline(_make_line_integral(march))
-pair_term = numba.njit(**JIT)(_make_pair_term(lerp0))
+def _pixel_position(m, n, nrows, ncols, pixel_height, pixel_width, center, rowv, colv):
+    """Centre (mm) of pixel (row m, column n) of a flat module."""
+    t = (m - 0.5 * (nrows - 1)) * pixel_height
+    s = (n - 0.5 * (ncols - 1)) * pixel_width
+    return (center[0] + t * rowv[0] + s * colv[0], center[1] + t * rowv[1] + s * colv[1],
+            center[2] + t * rowv[2] + s * colv[2])
 
 
-@numba.njit(**PARALLEL_JIT)
-def first_leg(V0, V1, V2, x0, y0, z0, tx, ty, tz, sx, sy, sz, out):
-    """``out[k, j, i]``: density integral from the voxel centre to the source."""
-    nz, ny, nx = out.shape
-    for k in prange(nz):
-        z = z0 + k * tz
-        for j in range(ny):
-            y = y0 + j * ty
-            for i in range(nx):
-                out[k, j, i] = line_integral(V0, V1, V2, x0, y0, z0, tx, ty, tz,
-                                             x0 + i * tx, y, z, sx, sy, sz)
-
-
-@numba.njit(**PARALLEL_JIT)
-def scatter_view(R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nrm,
-                 pixel_height, pixel_width, spec, g0, mu0, cs0, rs0, det0, distcs, distrs,
-                 det_tab, mu_tab, mec2, step, lo_off, ctr_off, anchor, out):
-    """First-order scatter of one view into ``out`` (nrows, ncols).
-
-    Voxels are visited in groups along each axis: ``step`` 1 (every voxel its own
-    group), or 3 with the group ``[k + lo_off, k + lo_off + 3)`` around the anchor
-    ``k = 0, 3, 6, …`` and the second leg (voxel → pixel) integrated once per group
-    from voxel ``min(k + ctr_off, n - 1)``. ``anchor``: every voxel of a group takes
-    the anchor's density and first leg (upstream's ``firstOrderScatterModel_fast``).
-    """
-    nz, ny, nx = R.shape
-    nrows, ncols = out.shape
-    sx, sy, sz = src[0], src[1], src[2]
-    dvol = tx * ty * tz
-    for p in prange(nrows * ncols):
-        m = p // ncols
-        n = p - m * ncols
-        t = (m - 0.5 * (nrows - 1)) * pixel_height
-        s = (n - 0.5 * (ncols - 1)) * pixel_width
-        fx = center[0] + t * rowv[0] + s * colv[0]
-        fy = center[1] + t * rowv[1] + s * colv[1]
-        fz = center[2] + t * rowv[2] + s * colv[2]
+def _make_scatter_pixel(pixel_position, line_integral, pair_term):
+    def scatter_pixel(m, n, R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src, center, rowv,
+                      colv, nrm, pixel_height, pixel_width, spec, g0, mu0, cs0, rs0, det0,
+                      distcs, distrs, det_tab, mu_tab, mec2, step, lo_off, ctr_off, anchor,
+                      out):
+        """``out[m, n]``: first-order scatter into pixel (m, n); the arguments as for
+        :func:`scatter_view`."""
+        nz, ny, nx = R.shape
+        nrows, ncols = out.shape
+        fx, fy, fz = pixel_position(m, n, nrows, ncols, pixel_height, pixel_width, center,
+                                    rowv, colv)
         val = 0.0
         for k in range(0, nz, step):
             zc = z0 + min(k + ctr_off, nz - 1) * tz
@@ -263,25 +237,20 @@ def scatter_view(R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src, center, rowv, c
                                                        xc, yc, zc, fx, fy, fz)
                                     have_d2 = True
                                 val += rho * pair_term(
-                                    x0 + ii * tx, y, z, sx, sy, sz, fx, fy, fz,
+                                    x0 + ii * tx, y, z, src[0], src[1], src[2], fx, fy, fz,
                                     nrm[0], nrm[1], nrm[2], d1, d2, spec, g0, mu0, cs0,
                                     rs0, det0, distcs, distrs, det_tab, mu_tab, mec2)
-        out[m, n] = val * dvol
+        out[m, n] = val * (tx * ty * tz)
+    return scatter_pixel
 
 
-@numba.njit(**PARALLEL_JIT)
-def primary_view(V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nrm,
-                 pixel_height, pixel_width, spec, mu0, det0, primary, air):
-    """Primary (``PrimaryScan``) and unattenuated (``airScan``) signals of one view."""
-    nrows, ncols = primary.shape
-    for p in prange(nrows * ncols):
-        m = p // ncols
-        n = p - m * ncols
-        t = (m - 0.5 * (nrows - 1)) * pixel_height
-        s = (n - 0.5 * (ncols - 1)) * pixel_width
-        fx = center[0] + t * rowv[0] + s * colv[0]
-        fy = center[1] + t * rowv[1] + s * colv[1]
-        fz = center[2] + t * rowv[2] + s * colv[2]
+def _make_primary_pixel(pixel_position, line_integral):
+    def primary_pixel(m, n, V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv,
+                      nrm, pixel_height, pixel_width, spec, mu0, det0, primary, air):
+        """``primary[m, n]``, ``air[m, n]``: pixel (m, n) of :func:`primary_view`."""
+        nrows, ncols = primary.shape
+        fx, fy, fz = pixel_position(m, n, nrows, ncols, pixel_height, pixel_width, center,
+                                    rowv, colv)
         rx = fx - src[0]
         ry = fy - src[1]
         rz = fz - src[2]
@@ -298,6 +267,65 @@ def primary_view(V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nr
                 va += det0[e] * sp
         primary[m, n] = vp * solid
         air[m, n] = va * solid
+    return primary_pixel
+
+
+_inline = numba.njit(inline="always", **JIT)
+lerp0 = _inline(_lerp0)
+bilinear0 = _inline(_bilinear0)
+march = numba.njit(**JIT)(_make_march(bilinear0))
+line_integral = _inline(_make_line_integral(march))
+pair_term = numba.njit(**JIT)(_make_pair_term(lerp0))
+pixel_position = _inline(_pixel_position)
+scatter_pixel = numba.njit(**JIT)(_make_scatter_pixel(pixel_position, line_integral,
+                                                      pair_term))
+primary_pixel = numba.njit(**JIT)(_make_primary_pixel(pixel_position, line_integral))
+
+
+@numba.njit(**PARALLEL_JIT)
+def first_leg(V0, V1, V2, x0, y0, z0, tx, ty, tz, sx, sy, sz, out):
+    """``out[k, j, i]``: density integral from the voxel centre to the source."""
+    nz, ny, nx = out.shape
+    for k in prange(nz):
+        z = z0 + k * tz
+        for j in range(ny):
+            y = y0 + j * ty
+            for i in range(nx):
+                out[k, j, i] = line_integral(V0, V1, V2, x0, y0, z0, tx, ty, tz,
+                                             x0 + i * tx, y, z, sx, sy, sz)
+
+
+@numba.njit(**PARALLEL_JIT)
+def scatter_view(R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nrm,
+                 pixel_height, pixel_width, spec, g0, mu0, cs0, rs0, det0, distcs, distrs,
+                 det_tab, mu_tab, mec2, step, lo_off, ctr_off, anchor, out):
+    """First-order scatter of one view into ``out`` (nrows, ncols).
+
+    Voxels are visited in groups along each axis: ``step`` 1 (every voxel its own
+    group), or 3 with the group ``[k + lo_off, k + lo_off + 3)`` around the anchor
+    ``k = 0, 3, 6, …`` and the second leg (voxel → pixel) integrated once per group
+    from voxel ``min(k + ctr_off, n - 1)``. ``anchor``: every voxel of a group takes
+    the anchor's density and first leg (upstream's ``firstOrderScatterModel_fast``).
+    """
+    nrows, ncols = out.shape
+    for p in prange(nrows * ncols):
+        m = p // ncols
+        scatter_pixel(m, p - m * ncols, R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src,
+                      center, rowv, colv, nrm, pixel_height, pixel_width, spec, g0, mu0, cs0,
+                      rs0, det0, distcs, distrs, det_tab, mu_tab, mec2, step, lo_off, ctr_off,
+                      anchor, out)
+
+
+@numba.njit(**PARALLEL_JIT)
+def primary_view(V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nrm,
+                 pixel_height, pixel_width, spec, mu0, det0, primary, air):
+    """Primary (``PrimaryScan``) and unattenuated (``airScan``) signals of one view."""
+    nrows, ncols = primary.shape
+    for p in prange(nrows * ncols):
+        m = p // ncols
+        primary_pixel(m, p - m * ncols, V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center,
+                      rowv, colv, nrm, pixel_height, pixel_width, spec, mu0, det0, primary,
+                      air)
 
 
 def axis_copies(R):
@@ -326,6 +354,11 @@ def cuda_kernels():
     d_march = cuda.jit(device=True, fastmath=False)(_make_march(d_bilinear0))
     d_line = device(_make_line_integral(d_march))
     d_pair = cuda.jit(device=True, fastmath=False)(_make_pair_term(d_lerp0))
+    d_position = device(_pixel_position)
+    d_scatter_pixel = cuda.jit(device=True, fastmath=False)(
+        _make_scatter_pixel(d_position, d_line, d_pair))
+    d_primary_pixel = cuda.jit(device=True, fastmath=False)(
+        _make_primary_pixel(d_position, d_line))
 
     @cuda.jit(fastmath=False)
     def k_first_leg(V0, V1, V2, x0, y0, z0, tx, ty, tz, sx, sy, sz, out):
@@ -343,45 +376,10 @@ def cuda_kernels():
         nrows, ncols = out.shape
         if m >= nrows or n >= ncols:
             return
-        nz, ny, nx = R.shape
-        t = (m - 0.5 * (nrows - 1)) * pixel_height
-        s = (n - 0.5 * (ncols - 1)) * pixel_width
-        fx = center[0] + t * rowv[0] + s * colv[0]
-        fy = center[1] + t * rowv[1] + s * colv[1]
-        fz = center[2] + t * rowv[2] + s * colv[2]
-        val = 0.0
-        for k in range(0, nz, step):
-            zc = z0 + min(k + ctr_off, nz - 1) * tz
-            for j in range(0, ny, step):
-                yc = y0 + min(j + ctr_off, ny - 1) * ty
-                for i in range(0, nx, step):
-                    rho_a = R[k, j, i]
-                    if anchor and rho_a <= 0.0:
-                        continue
-                    xc = x0 + min(i + ctr_off, nx - 1) * tx
-                    d2 = 0.0
-                    have_d2 = False
-                    for kk in range(max(k + lo_off, 0), min(k + lo_off + step, nz)):
-                        for jj in range(max(j + lo_off, 0), min(j + lo_off + step, ny)):
-                            for ii in range(max(i + lo_off, 0), min(i + lo_off + step, nx)):
-                                if anchor:
-                                    rho = rho_a
-                                    d1 = D1[k, j, i]
-                                else:
-                                    rho = R[kk, jj, ii]
-                                    if rho <= 0.0:
-                                        continue
-                                    d1 = D1[kk, jj, ii]
-                                if not have_d2:
-                                    d2 = d_line(V0, V1, V2, x0, y0, z0, tx, ty, tz, xc, yc,
-                                                zc, fx, fy, fz)
-                                    have_d2 = True
-                                val += rho * d_pair(
-                                    x0 + ii * tx, y0 + jj * ty, z0 + kk * tz, src[0],
-                                    src[1], src[2], fx, fy, fz, nrm[0], nrm[1], nrm[2], d1,
-                                    d2, spec, g0, mu0, cs0, rs0, det0, distcs, distrs,
-                                    det_tab, mu_tab, mec2)
-        out[m, n] = val * tx * ty * tz
+        d_scatter_pixel(m, n, R, V0, V1, V2, D1, x0, y0, z0, tx, ty, tz, src, center, rowv,
+                        colv, nrm, pixel_height, pixel_width, spec, g0, mu0, cs0, rs0, det0,
+                        distcs, distrs, det_tab, mu_tab, mec2, step, lo_off, ctr_off, anchor,
+                        out)
 
     @cuda.jit(fastmath=False)
     def k_primary(V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv, nrm,
@@ -390,26 +388,8 @@ def cuda_kernels():
         nrows, ncols = primary.shape
         if m >= nrows or n >= ncols:
             return
-        t = (m - 0.5 * (nrows - 1)) * pixel_height
-        s = (n - 0.5 * (ncols - 1)) * pixel_width
-        fx = center[0] + t * rowv[0] + s * colv[0]
-        fy = center[1] + t * rowv[1] + s * colv[1]
-        fz = center[2] + t * rowv[2] + s * colv[2]
-        rx = fx - src[0]
-        ry = fy - src[1]
-        rz = fz - src[2]
-        il = 1.0 / math.sqrt(rx * rx + ry * ry + rz * rz)
-        solid = (rx * nrm[0] + ry * nrm[1] + rz * nrm[2]) * il * il * il
-        prho = d_line(V0, V1, V2, x0, y0, z0, tx, ty, tz, fx, fy, fz, src[0], src[1], src[2])
-        vp = 0.0
-        va = 0.0
-        for e in range(spec.shape[0]):
-            sp = spec[e]
-            if sp > 0.0:
-                vp += det0[e] * sp * math.exp(-mu0[e] * prho)
-                va += det0[e] * sp
-        primary[m, n] = vp * solid
-        air[m, n] = va * solid
+        d_primary_pixel(m, n, V0, V1, V2, x0, y0, z0, tx, ty, tz, src, center, rowv, colv,
+                        nrm, pixel_height, pixel_width, spec, mu0, det0, primary, air)
 
     return k_first_leg, k_scatter, k_primary
 
