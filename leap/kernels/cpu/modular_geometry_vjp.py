@@ -156,6 +156,21 @@ def make_vjp_kernels(jit, footprint_terms, end_pixel, end_terms, overlap, modula
     cannot inline.)
     """
     @jit
+    def add_end_terms(acc, o, U, qx, qy, qz, t, m, inv_dn):
+        """``acc[o:o + 10] +=`` :func:`end_terms` of one footprint end."""
+        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(U, qx, qy, qz, t, m, inv_dn)
+        acc[o] += t1
+        acc[o + 1] += t2
+        acc[o + 2] += t3
+        acc[o + 3] += t4
+        acc[o + 4] += t5
+        acc[o + 5] += t6
+        acc[o + 6] += t7
+        acc[o + 7] += t8
+        acc[o + 8] += t9
+        acc[o + 9] += t10
+
+    @jit
     def voxel_vjp(f, gbar, a, kz, iy, ix, x, y, z, frame, inv_dn, half_w, half_h,
                   voxel_width, pixel_width, pixel_height, acc):
         sx, sy, sz, su, sv, n0, n1, n2, dn, e0, e1, e2, r0, r1, r2 = frame
@@ -224,55 +239,11 @@ def make_vjp_kernels(jit, footprint_terms, end_pixel, end_terms, overlap, modula
         dy = y - sy
         dz = z - sz
         # Column ends at p ∓ (ax, ay, 0).
-        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
-            Ua, dx - ax, dy - ay, dz, ta, ma, inv_dn)
-        acc[0] += t1
-        acc[1] += t2
-        acc[2] += t3
-        acc[3] += t4
-        acc[4] += t5
-        acc[5] += t6
-        acc[6] += t7
-        acc[7] += t8
-        acc[8] += t9
-        acc[9] += t10
-        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
-            Ub, dx + ax, dy + ay, dz, tb, mb, inv_dn)
-        acc[0] += t1
-        acc[1] += t2
-        acc[2] += t3
-        acc[3] += t4
-        acc[4] += t5
-        acc[5] += t6
-        acc[6] += t7
-        acc[7] += t8
-        acc[8] += t9
-        acc[9] += t10
+        add_end_terms(acc, 0, Ua, dx - ax, dy - ay, dz, ta, ma, inv_dn)
+        add_end_terms(acc, 0, Ub, dx + ax, dy + ay, dz, tb, mb, inv_dn)
         # Row ends at p ∓ (0, 0, half_h).
-        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
-            Va, dx, dy, dz - half_h, tc, mc, inv_dn)
-        acc[10] += t1
-        acc[11] += t2
-        acc[12] += t3
-        acc[13] += t4
-        acc[14] += t5
-        acc[15] += t6
-        acc[16] += t7
-        acc[17] += t8
-        acc[18] += t9
-        acc[19] += t10
-        t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = end_terms(
-            Vb, dx, dy, dz + half_h, td, md, inv_dn)
-        acc[10] += t1
-        acc[11] += t2
-        acc[12] += t3
-        acc[13] += t4
-        acc[14] += t5
-        acc[15] += t6
-        acc[16] += t7
-        acc[17] += t8
-        acc[18] += t9
-        acc[19] += t10
+        add_end_terms(acc, 10, Va, dx, dy, dz - half_h, tc, mc, inv_dn)
+        add_end_terms(acc, 10, Vb, dx, dy, dz + half_h, td, md, inv_dn)
         # l = |d| / big, d = p − s: ∂L/∂s = −L̄ ∂l/∂d.
         # ∂l/∂d = d/(|d|·big) − (l/big)·sign·axis, and 1/big = l/|d|.
         d2 = dx * dx + dy * dy + dz * dz
@@ -323,6 +294,24 @@ _end_pixel = _inline(end_pixel)
 _end_terms = _inline(end_terms)
 _voxel_vjp, _view_vjp = make_vjp_kernels(_inline, _footprint_terms, _end_pixel, _end_terms,
                                          overlap, modular_box)
+
+
+def checked_inputs(f_shape, gbar_shape, sources, centers, rows, cols):
+    """Check the VJP's batch shapes (f (nb, nz, ny, nx), gbar (nb, na, nrows, ncols))
+    and return the four geometry arrays as C-contiguous (na, 3) float64 NumPy arrays;
+    a clear error names what is wrong. Shared by the CPU and CUDA entry points."""
+    if len(f_shape) != 4 or len(gbar_shape) != 4 or f_shape[0] != gbar_shape[0]:
+        raise ValueError(f"f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
+                         f"got shapes {tuple(f_shape)} and {tuple(gbar_shape)}")
+    na = gbar_shape[1]
+    geo = []
+    for name, v in (("sources", sources), ("centers", centers), ("rows", rows),
+                    ("cols", cols)):
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if v.shape != (na, 3):
+            raise ValueError(f"{name} must have shape ({na}, 3), got {v.shape}")
+        geo.append(v)
+    return geo
 
 
 @numba.njit(**PARALLEL_JIT)
@@ -377,17 +366,8 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
         f = f[None]
     if gbar.ndim == 3:
         gbar = gbar[None]
-    if f.ndim != 4 or gbar.ndim != 4 or f.shape[0] != gbar.shape[0]:
-        raise ValueError(f"f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
-                         f"got shapes {f.shape} and {gbar.shape}")
+    geo = checked_inputs(f.shape, gbar.shape, sources, centers, rows, cols)
     na = gbar.shape[1]
-    geo = []
-    for name, v in (("sources", sources), ("centers", centers), ("rows", rows),
-                    ("cols", cols)):
-        v = np.ascontiguousarray(v, dtype=np.float64)
-        if v.shape != (na, 3):
-            raise ValueError(f"{name} must have shape ({na}, 3), got {v.shape}")
-        geo.append(v)
     out = [np.zeros((na, 3)) for _ in range(4)]
     _vjp(np.ascontiguousarray(f, dtype=np.float32), np.ascontiguousarray(gbar, dtype=np.float32),
          *geo, float(x0), float(y0), float(z0), float(voxel_width), float(voxel_height),

@@ -84,20 +84,12 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
         f = cuda.to_device(np.ascontiguousarray(f, dtype=np.float32), stream=stream)
     if isinstance(gbar, np.ndarray):
         gbar = cuda.to_device(np.ascontiguousarray(gbar, dtype=np.float32), stream=stream)
-    if len(f.shape) != 4 or len(gbar.shape) != 4 or f.shape[0] != gbar.shape[0]:
-        raise ValueError(f"f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
-                         f"got shapes {tuple(f.shape)} and {tuple(gbar.shape)}")
+    geo = [cuda.to_device(v, stream=stream)
+           for v in _cpu.checked_inputs(f.shape, gbar.shape, sources, centers, rows, cols)]
     if f.dtype != np.float32 or gbar.dtype != np.float32:
         raise TypeError(f"f and gbar must be float32, got {f.dtype} and {gbar.dtype}")
     nb, nz, ny, nx = f.shape
     na = gbar.shape[1]
-    geo = []
-    for name, v in (("sources", sources), ("centers", centers), ("rows", rows),
-                    ("cols", cols)):
-        v = np.ascontiguousarray(v, dtype=np.float64)
-        if v.shape != (na, 3):
-            raise ValueError(f"{name} must have shape ({na}, 3), got {v.shape}")
-        geo.append(cuda.to_device(v, stream=stream))
     acc = cuda.to_device(np.zeros((na, NACC)), stream=stream)
     out = [cuda.to_device(np.zeros((na, 3)), stream=stream) for _ in range(4)]
     if na and nb and nz and ny and nx:
