@@ -14,6 +14,7 @@ import numpy as np
 
 from . import arrays as _arrays
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from .kernels.cpu import threads
 
 
 def check_geometry(geometry, volume):
@@ -40,18 +41,35 @@ def check_array(name, arr, shape):
         raise ValueError(f"{name} must be C-contiguous; pass np.ascontiguousarray({name})")
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def all_finite(flat):  # pragma: no cover - compiled
-    bad = 0
-    for i in numba.prange(flat.size):
-        if not math.isfinite(flat[i]):
-            bad += 1
-    return bad == 0
+#: Elements per work item of :func:`all_finite` (1 MiB of float32).
+FINITE_BLOCK = 1 << 18
+
+
+@numba.njit(cache=True, nogil=True)
+def _nonfinite_blocks(flat, bad, start, step):  # pragma: no cover - compiled
+    """``bad[b]`` = whether block b (:data:`FINITE_BLOCK` elements) of ``flat`` holds NaN or
+    inf, for the blocks ``b = start, start + step, …``."""
+    n = flat.size
+    for b in range(start, bad.size, step):
+        found = False
+        for i in range(b * FINITE_BLOCK, min(n, (b + 1) * FINITE_BLOCK)):
+            found |= not math.isfinite(flat[i])
+        bad[b] = found
+
+
+def all_finite(flat):
+    """Whether the 1-D array ``flat`` holds no NaN or inf: one pass on all threads
+    (:mod:`leap.kernels.cpu.threads`; a serial kernel, which compiles in a fraction of
+    the time of a ``prange`` loop: 0.1 s instead of 0.5 s of a fresh environment's first
+    call)."""
+    bad = np.zeros((flat.size + FINITE_BLOCK - 1) // FINITE_BLOCK, dtype=np.bool_)
+    threads.run(_nonfinite_blocks, flat, bad, items=bad.size)
+    return not bad.any()
 
 
 def check_finite(name, arr):
-    """Raise if the NumPy input ``arr`` holds NaN or inf (one parallel pass, no copy):
-    they would spread through every ray or voxel they touch."""
+    """Raise if the NumPy input ``arr`` holds NaN or inf (one pass on all threads, no
+    copy): they would spread through every ray or voxel they touch."""
     if arr.size and not all_finite(arr.reshape(-1)):
         raise ValueError(f"{name} contains NaN or infinite values; clean the data first "
                          f"(e.g. np.nan_to_num({name}) or a bad-pixel correction)")

@@ -80,8 +80,10 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     modular modules have their own). row_factor : (nrows,) float64. ``stretch``: the
     modular model's per-voxel ray stretch instead of row_factor's per-row one.
     ``sod`` and ``pitch`` (mm, mm/rad) are read by the cone-parallel model only.
-    ``dist_sod`` and ``slice_w`` (na, nz) (0 and an empty (0, 0) array turn them off)
-    are the transposes of :func:`backproject`'s FBP weights.
+    ``dist_sod`` and ``slice_w`` (na, nz) (0 and None turn them off; ``slice_w`` an empty
+    (0, 0) array with ``stretch`` alone) are the transposes of :func:`backproject`'s FBP
+    weights. With ``slice_w`` None Numba compiles the kernel without the within-column
+    weighting (:func:`leap.kernels.cpu.launch._column_weights`).
 
     Each view: empty voxel columns are skipped and only the rows that a column's nonzero
     voxels reach (and one row on either side: the rows beyond get exact zeros) are
@@ -95,7 +97,6 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     na, nrows, ncols = g.shape
     ny, nx, nz1 = S.shape
     nz = nz1 - 1
-    weighted = slice_w.shape[0] > 0 or stretch
     acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), dtype=np.float64)
     E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
     stride = acc.shape[1]
@@ -114,10 +115,11 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
         sdd = sdd_views[a]
         center_col = center_cols[a]
         center_row = center_rows[a]
-        sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
         acc[:, :] = 0.0
-        if stretch:
-            squared_heights(z0, voxel_height, zs, D2)
+        if slice_w is not None:
+            sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+            if stretch:
+                squared_heights(z0, voxel_height, zs, D2)
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
         A, B, inv_b = row_mapping(z0, voxel_height, zs, 1.0, sdd, magnify_z, pixel_height,
                                   center_row)
@@ -153,7 +155,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 j1 = int(fj1)
                 # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
                 # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
-                if weighted:
+                if slice_w is not None:
                     weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
                                         W)
                     prefix_sum(W, nz, cumw)
@@ -214,9 +216,10 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     (parallel and fan beams whose slices lie on rows:
     :func:`leap.kernels.cpu.axial_direct.backproject`; single-slice parallel beams:
     :func:`leap.kernels.cpu.axial_slice.backproject_slice`).
-    FBP weights (0 and an empty (0, 0) array turn them off): ``dist_sod`` multiplies
-    view weights by sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a
-    (magnified rows only, i.e. cone beams). ``threads``: the number of threads of the
+    FBP weights (0 and None turn them off; ``slice_w`` an empty (0, 0) array with
+    ``stretch`` alone, as for :func:`project`): ``dist_sod`` multiplies view weights by
+    sod/(sod − x·θ); ``slice_w`` (na, nz) weights voxel k of view a (magnified rows only,
+    i.e. cone beams). ``threads``: the number of threads of the
     call (sets the tile size, :func:`tile_edge`).
 
     Per tile (``slab`` (ty, tx, nz) float64 holds its rows ``iy0 .. iy0 + ty`` and
@@ -233,7 +236,6 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     na, L, stride = G.shape
     ncols = L - GUARD_LO - GUARD_HI
     nrows = stride - 1
-    weighted = slice_w.shape[0] > 0 or stretch
     t = tile_edge(nz, ny, nx, threads)
     nty = (ny + t - 1) // t
     ntx = (nx + t - 1) // t
@@ -269,9 +271,10 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                 ox = focus[a, 0]
                 oy = focus[a, 1]
                 ccol = center_col[a]
-                sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
-                if stretch:
-                    squared_heights(z0, voxel_height, zs, D2)
+                if slice_w is not None:
+                    sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+                    if stretch:
+                        squared_heights(z0, voxel_height, zs, D2)
                 cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                        pixel_width)
                 ga = a * L * stride
@@ -300,9 +303,10 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                             continue
                         kb0 = int(fk0)
                         kb1 = int(fk1)
-                        if stretch:
-                            voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
-                        wk = W if stretch else sw
+                        if slice_w is not None:
+                            if stretch:
+                                voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
+                            wk = W if stretch else sw
                         if c_hi - c_lo <= 2.0:
                             # Two or three taps (three_tap is two_tap up to one pixel). One path
                             # for one tap too: a branch reading a footprint inside one pixel
@@ -315,7 +319,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                             o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
                                             B, kb0, kb1, Gc)
                             cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
-                            if weighted:
+                            if slice_w is not None:
                                 add_weighted_differences(E, kb0, kb1, wk, sf, col)
                             else:
                                 add_differences(E, kb0, kb1, 1.0, sf, col)
@@ -327,7 +331,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                     continue
                                 cumulative_at(Gf, ga + (i + GUARD_LO) * stride, nrows, A + 0.5,
                                               B, kb0, kb1, w, E)
-                                if weighted:
+                                if slice_w is not None:
                                     add_weighted_differences(E, kb0, kb1, wk, sf, col)
                                 else:
                                     add_differences(E, kb0, kb1, 1.0, sf, col)

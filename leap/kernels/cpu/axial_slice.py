@@ -17,8 +17,9 @@ import numpy as np
 from numba import prange
 
 from ..footprints import PARALLEL
-from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, direct_shift, parallel_column_footprint,
-                   parallel_view_constants, row_mapping)
+from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, parallel_column_footprint,
+                   parallel_view_constants)
+from .axial_direct import direct_row_shifts
 from .columns import GUARD_HI, GUARD_LO, INLINE, direct_slices, fov_ix_range, two_tap
 
 # Voxel rows per thread in the single-slice back-projector: the per-view copy of the
@@ -29,33 +30,32 @@ ROW_BLOCK = 8
 # --------------------------------------------------------------------------------------
 # Single-slice parallel beams (the 2-D case): footprint and scatter are the whole cost.
 
-@numba.njit(**FAST_JIT)
 def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
-                pixel_height, center_row, voxel_width, pixel_width):
+               pixel_height, center_row, voxel_width, pixel_width):
     """Whether the single-slice parallel-beam path applies, and its slice and row.
 
-    It does when every view is parallel, has direct rows with the same shift, exactly
-    one slice ``ks`` lands on the detector (row ``js``) and every footprint is at most
-    one pixel wide (``2·half_p <= 1``). Returns (ok, ks, js).
+    It does when every view is parallel, has direct rows with the same shift
+    (:func:`~leap.kernels.cpu.axial_direct.direct_row_shifts`), exactly one slice ``ks``
+    lands on the detector (row ``js``) and every footprint is at most one pixel wide
+    (``2·half_p <= 1``, :func:`~leap.kernels.footprints.parallel_view_constants`'
+    half_p). Returns (ok, ks, js). NumPy over the views (see direct_row_shifts).
     """
     if model != PARALLEL or magnify_z:
         return False, 0, 0
-    shift0 = 0
-    for a in range(col_dir.shape[0]):
-        A, B, _ = row_mapping(z0, voxel_height, source_z[a], 1.0, 1.0, False, pixel_height,
-                              center_row[a])
-        direct, shift = direct_shift(False, A, B)
-        if not direct or (a > 0 and shift != shift0):
-            return False, 0, 0
-        shift0 = shift
-        half_p = parallel_view_constants(col_dir[a, 0], col_dir[a, 1], voxel_width,
-                                         pixel_width)[2]
-        if not 2.0 * half_p <= 1.0:
-            return False, 0, 0
-    k0, k1 = direct_slices(shift0, nz, nrows)
+    na = source_z.shape[0]
+    shifts = direct_row_shifts(source_z, np.ones(na), center_row, False, z0, voxel_height,
+                               pixel_height)
+    if shifts is None or np.any(shifts != shifts[0]):
+        return False, 0, 0
+    m = np.maximum(np.abs(col_dir[:, 0]), np.abs(col_dir[:, 1]))
+    half_p = 0.5 * voxel_width * m * (1.0 / pixel_width)
+    if not np.all(2.0 * half_p <= 1.0):
+        return False, 0, 0
+    shift = int(shifts[0])
+    k0, k1 = direct_slices.py_func(shift, nz, nrows)
     if k1 - k0 != 1:
         return False, 0, 0
-    return True, k0, k0 + shift0
+    return True, k0, k0 + shift
 
 
 @numba.njit(**INLINE)
