@@ -165,8 +165,14 @@ def _filter_blocks(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_f
                     w[c] = wd[c]
             _multiply(row[:nc], w)
             if ne > 0 and not transpose:
-                row[nc:nc + ne] = row[nc - 1]
-                row[n - ne:] = row[0]
+                # Loops, not slice assignments and sums (each of those compiled its own
+                # broadcasting and shape checks: 1 s of a first FBP).
+                edge = row[nc - 1]
+                for c in range(nc, min(nc + ne, n)):
+                    row[c] = edge
+                edge = row[0]
+                for c in range(n - ne, n):
+                    row[c] = edge
         spec = scipy.fft.rfft(pad, axis=1)
         for r in range(spec.shape[0]):
             for c in range(spec.shape[1]):
@@ -179,8 +185,17 @@ def _filter_blocks(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_f
             if ne > 0 and transpose:
                 # Where the two extensions overlap (short rows) the leading-edge one was
                 # written last, so those samples fold onto the first value.
-                row[nc - 1] += row[nc:hi].sum()
-                row[0] += row[n - ne:].sum()
+                # Summed in order in the row's type, from the first term (what
+                # ndarray.sum does).
+                if hi > nc:
+                    total = row[nc]
+                    for c in range(nc + 1, hi):
+                        total += row[c]
+                    row[nc - 1] += total
+                total = row[n - ne]
+                for c in range(n - ne + 1, n):
+                    total += row[c]
+                row[0] += total
             _multiply(row[:nc], _row(post, a, j))
             if layout == ROWS:
                 for c in range(nc):
