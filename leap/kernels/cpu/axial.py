@@ -115,7 +115,8 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
         sdd = sdd_views[a]
         center_col = center_cols[a]
         center_row = center_rows[a]
-        acc[:, :] = 0.0
+        for i in range(accf.size):
+            accf[i] = 0.0
         if slice_w is not None:
             sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
             if stretch:
@@ -250,10 +251,11 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
         ty = min(t, ny - iy0)
         tx = min(t, nx - ix0)
         slab = block[:ty * tx * nz].reshape((ty, tx, nz))
-        slab[:, :, :] = 0.0
         # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
         lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
         sf = slab.reshape(-1)
+        for i in range(sf.size):
+            sf[i] = 0.0
         if not inside:
             na_tile = 0
         else:

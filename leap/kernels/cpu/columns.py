@@ -106,10 +106,13 @@ def _volume_z_cumsum_rows(f, S, extent, iy0, start, step):
     last = np.empty(nx, dtype=np.int32)
     for r in range(start, S.shape[0], step):
         iy = iy0 + r
-        run[:] = 0.0
-        first[:] = nz
-        last[:] = -1
+        # Loops rather than slice assignments here and below: Numba compiles each of
+        # those with its broadcasting and shape checks (0.2 to 0.5 s of a fresh
+        # environment's first call apiece).
         for ix in range(nx):
+            run[ix] = 0.0
+            first[ix] = nz
+            last[ix] = -1
             S[r, ix, 0] = 0.0
         for k in range(nz):
             for ix in range(nx):
@@ -221,8 +224,13 @@ def zero_guard_columns(G, a, ncols):
     """Zero view a's guard columns in G (a prepared array, :func:`projection_row_values`
     or :func:`projection_row_cumsum`, of ``ncols`` detector columns): the pixels off the
     detector that two-tap footprints read without bounds tests."""
-    G[a, :GUARD_LO, :] = 0.0
-    G[a, GUARD_LO + ncols:, :] = 0.0
+    m = G.shape[2]
+    for c in range(GUARD_LO):
+        for j in range(m):
+            G[a, c, j] = 0.0
+    for c in range(GUARD_LO + ncols, G.shape[1]):
+        for j in range(m):
+            G[a, c, j] = 0.0
 
 
 def projection_row_values(g, row_factor, G):
@@ -273,8 +281,8 @@ def _projection_row_cumsum_views(g, row_factor, G, start, step):
     run = np.empty(ncols, dtype=np.float64)
     for a in range(start, na, step):
         zero_guard_columns(G, a, ncols)
-        run[:] = 0.0
         for i in range(ncols):
+            run[i] = 0.0
             G[a, GUARD_LO + i, 0] = 0.0
         for j in range(nrows):
             w = row_factor[j]

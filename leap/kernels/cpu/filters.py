@@ -157,7 +157,8 @@ def _filter_blocks(g, first, scale, f0, f1, f2, post, H, n, ne, transpose, row_f
             k = (a if wa else 0) * nr + (j if wj else 0)
             if k != key:
                 key = k
-                wd[:] = 1.0
+                for c in range(nc):
+                    wd[c] = 1.0
                 _multiply(wd, _row(f0, a, j))
                 _multiply(wd, _row(f1, a, j))
                 _multiply(wd, _row(f2, a, j))
@@ -219,7 +220,9 @@ def _finish_views(out, nr, row_factor, layout, start, step):
     for a in range(start, out.shape[0], step):
         zero_guard_columns(out, a, nc)
         if layout == VALUES:
-            out[a, :, nr:] = 0.0
+            for c in range(out.shape[1]):
+                for j in range(nr, out.shape[2]):
+                    out[a, c, j] = 0.0
         else:
             for c in range(GUARD_LO, GUARD_LO + nc):
                 _running_sum(out, a, c, nr, row_factor)
