@@ -114,7 +114,8 @@ def cone_beam_modular(angles, *, num_rows, num_cols, pixel_height, pixel_width, 
 
 
 #: The names of :meth:`leap.torch.Projector.geometry_parameters`, in order.
-PARAMETER_NAMES = ("phis", "centerRow", "centerCol", "tau", "tiltAngle", "sod", "sdd", "shifts")
+PARAMETER_NAMES = ("phis", "centerRow", "centerCol", "tau", "tiltAngle", "sod", "sdd",
+                   "helicalPitch", "shifts")
 
 
 def facade_parameters(leapct):
@@ -137,7 +138,7 @@ def facade_parameters(leapct):
 
 def modular_from_parameters(params, leapct):
     """The modular tensors of :func:`cone_beam_modular` from parameters named as
-    :data:`PARAMETER_NAMES` (LEAP's units) and the facade's detector and helical pitch."""
+    :data:`PARAMETER_NAMES` (LEAP's units) and the facade's detector."""
     g = leapct._need_geometry()
     deg = torch.pi / 180.0
     return cone_beam_modular(
@@ -145,4 +146,4 @@ def modular_from_parameters(params, leapct):
         pixel_height=g["pixelHeight"], pixel_width=g["pixelWidth"],
         center_row=params["centerRow"], center_col=params["centerCol"], sod=params["sod"],
         sdd=params["sdd"], tau=params["tau"], tilt=params["tiltAngle"] * deg,
-        helical_pitch=g.get("helicalPitch", 0.0), shifts=params["shifts"])
+        helical_pitch=params["helicalPitch"], shifts=params["shifts"])

@@ -332,14 +332,17 @@ class Projector(BaseProjector):
         ``geometry_params`` (so ``module.parameters()`` includes them); later calls return
         the same parameters. From then on :meth:`forward` projects through the modular
         form of these parameters (:func:`leap.torch.geometry.cone_beam_modular`), and its
-        gradient reaches them as well as the input. The detector size and pixel pitch,
-        the helical pitch and the volume stay the facade's.
+        gradient reaches them as well as the input. The detector size and pixel pitch
+        and the volume stay the facade's.
 
         Returns
         -------
         dict of str to torch.nn.Parameter
             ``phis`` (numAngles,) degrees; ``centerRow``, ``centerCol`` pixels; ``tau``,
-            ``sod``, ``sdd`` mm; ``tiltAngle`` degrees; ``shifts`` (numAngles, 3) mm, a
+            ``sod``, ``sdd`` mm; ``tiltAngle`` degrees; ``helicalPitch`` mm per radian
+            (the source's advance along z, about the middle angle as in
+            ``set_conebeam``; 0 for an axial scan, and trainable all the same: freeze it
+            with ``requires_grad_(False)`` to keep a scan axial); ``shifts`` (numAngles, 3) mm, a
             per-view rigid translation of the object (zeros). Set ``requires_grad_(False)``
             on those to keep fixed.
 
@@ -370,7 +373,7 @@ class Projector(BaseProjector):
                     v = {k: params[k].detach().cpu() for k in PARAMETER_NAMES}
                     lc.set_conebeam(*dims, float(v["centerRow"]), float(v["centerCol"]),
                                     v["phis"].numpy().copy(), float(v["sod"]), float(v["sdd"]),
-                                    float(v["tau"]), lc.get_helicalPitch(),
+                                    float(v["tau"]), float(v["helicalPitch"]),
                                     float(v["tiltAngle"]))
                 else:
                     arrays = [t.cpu().numpy().copy()

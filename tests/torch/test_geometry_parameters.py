@@ -91,10 +91,13 @@ def smooth_volume(shape=(6, 7, 5)):
     return torch.tensor(f[None], dtype=torch.float32)
 
 
-def ramp():
+def ramp(row_slope_per_view=0.0):
+    """ḡ, a smooth ramp (1, views, rows, cols); ``row_slope_per_view`` adds a row slope
+    that changes sign across the views."""
     a, j, i = np.meshgrid(np.arange(ANGLES.size), np.arange(NUM_ROWS), np.arange(NUM_COLS),
                           indexing="ij")
-    return torch.tensor((1 + 0.3 * i + 0.2 * j + 0.1 * a)[None], dtype=torch.float64)
+    slope = 0.2 + row_slope_per_view * (a - 0.5 * (ANGLES.size - 1))
+    return torch.tensor((1 + 0.3 * i + slope * j + 0.1 * a)[None], dtype=torch.float64)
 
 
 def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
@@ -103,7 +106,7 @@ def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
     nominal = proj(f)
     params = proj.geometry_parameters()
     assert set(params) == {"phis", "centerRow", "centerCol", "tau", "tiltAngle", "sod",
-                           "sdd", "shifts"}
+                           "sdd", "helicalPitch", "shifts"}
     assert all(isinstance(p, torch.nn.Parameter) and p.requires_grad for p in params.values())
     assert params["shifts"].shape == (ANGLES.size, 3) and not params["shifts"].any()
     assert params["tiltAngle"].item() == 1.0 and params["centerCol"].item() == 2.4
@@ -118,9 +121,11 @@ def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
         proj.fbp(g.detach())
     with torch.no_grad():
         params["centerCol"] += 0.25
+        params["helicalPitch"] += 0.05
     proj.clear_geometry_parameters(write_back=True)
     assert list(proj.parameters()) == []
     assert proj.leapct.get_centerCol() == pytest.approx(2.65)
+    assert proj.leapct.get_helicalPitch() == pytest.approx(0.05)
 
 
 def test_geometry_parameters_need_a_cone_beam():
@@ -144,6 +149,11 @@ FD_CASES = {
     "tau": STEP,
     "phis": math.degrees(STEP / OBJECT_RADIUS),
     "shifts": STEP,
+    # mm/rad: the source height moves pitch·(ψ − ψ_mid), at most 1.425 rad from the
+    # middle (ḡ's row slope changes sign across the views for this one: with the same
+    # slope in every view, the views below and above the middle angle cancel, leaving a
+    # derivative 20× smaller than the others, under the float32 differences' noise).
+    "helicalPitch": STEP / 1.425,
 }
 
 
@@ -154,7 +164,7 @@ BASES = ((2.4, 1.0), (2.6, 0.7), (2.45, -0.5))
 def _directional(name, center_col, tilt, rng):
     """(analytic, central difference) of ⟨P(θ(p)) f, ḡ⟩ along one direction of ``name``."""
     proj = small_projector(center_col, tilt, OFF_CENTRE)
-    f, gbar = smooth_volume(), ramp()
+    f, gbar = smooth_volume(), ramp(0.4 if name == "helicalPitch" else 0.0)
     p = proj.geometry_parameters()[name]
     d = torch.tensor(rng.standard_normal(p.shape), dtype=torch.float64)
     # Mostly a rotation / translation of the whole scan, plus per-view parts (random
