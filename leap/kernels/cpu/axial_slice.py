@@ -32,15 +32,18 @@ ROW_BLOCK = 8
 
 def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
                pixel_height, center_row, voxel_width, pixel_width):
-    """Whether the single-slice parallel-beam path applies, and its slice and row.
+    """Whether a single-slice path applies, and its slice and row: this module's for
+    parallel beams, :mod:`leap.kernels.cpu.fan_slice` for the other models without
+    magnification (fan beams).
 
-    It does when every view is parallel, has direct rows with the same shift
-    (:func:`~leap.kernels.cpu.axial_direct.direct_row_shifts`), exactly one slice ``ks``
-    lands on the detector (row ``js``) and every footprint is at most one pixel wide
-    (``2·half_p <= 1``, :func:`~leap.kernels.footprints.parallel_view_constants`'
-    half_p). Returns (ok, ks, js). NumPy over the views (see direct_row_shifts).
+    It does when every view has direct rows with the same shift
+    (:func:`~leap.kernels.cpu.axial_direct.direct_row_shifts`) and exactly one slice
+    ``ks`` lands on the detector (row ``js``); for parallel beams every footprint must
+    also be at most one pixel wide (``2·half_p <= 1``,
+    :func:`~leap.kernels.footprints.parallel_view_constants`' half_p). Returns (ok, ks,
+    js). NumPy over the views (see direct_row_shifts).
     """
-    if model != PARALLEL or magnify_z:
+    if magnify_z:
         return False, 0, 0
     na = source_z.shape[0]
     shifts = direct_row_shifts(source_z, np.ones(na), center_row, False, z0, voxel_height,
@@ -49,7 +52,7 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
         return False, 0, 0
     m = np.maximum(np.abs(col_dir[:, 0]), np.abs(col_dir[:, 1]))
     half_p = 0.5 * voxel_width * m * (1.0 / pixel_width)
-    if not np.all(2.0 * half_p <= 1.0):
+    if model == PARALLEL and not np.all(2.0 * half_p <= 1.0):
         return False, 0, 0
     shift = int(shifts[0])
     k0, k1 = direct_slices.py_func(shift, nz, nrows)

@@ -25,8 +25,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import axial, axial_direct, axial_slice, columns, modular, threads
+from . import axial, axial_direct, axial_slice, columns, fan_slice, modular, threads
 from . import filters as _filters
+from ..footprints import PARALLEL
 
 _NO_SLICE_WEIGHTS = np.zeros((0, 0))
 
@@ -105,9 +106,15 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
         return g
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     ok, ks, js = _single_slice(plan, views, center_row, g.shape[1])
-    if ok:
+    if ok and views.column_model == PARALLEL:
         axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
+        return g
+    if ok and direct_rows(plan):
+        fan_slice.project(f, g, views.col_dir, views.source_xy, sdd, views.sod,
+                          views.helical_pitch, views.column_model, ks, js, s.x0, s.y0,
+                          s.voxel_width, s.pixel_width, center_col, fov_r2, plan.row_factor,
+                          s.dist_sod)
         return g
     slabs = projection_slabs(f.shape)
     if direct_rows(plan):
@@ -202,10 +209,15 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
     s = plan.scalars()
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     ok, ks, js = _single_slice(plan, views, center_row, plan.geometry.projection_shape[1])
-    if ok:
-        # Single-slice plans have direct rows: G holds values.
+    # Single-slice plans have direct rows: G holds values.
+    if ok and views.column_model == PARALLEL:
         axial_slice.backproject_slice(G, f, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                                       s.pixel_width, center_col, fov_r2)
+        return f
+    if ok and direct_rows(plan):
+        fan_slice.backproject(G, f, views.col_dir, views.source_xy, sdd, views.sod,
+                              views.helical_pitch, views.column_model, ks, js, s.x0, s.y0,
+                              s.voxel_width, s.pixel_width, center_col, fov_r2, s.dist_sod)
         return f
     if direct_rows(plan):
         axial_direct.backproject(G, f, views.col_dir, views.source_xy, views.source_z, sdd,
