@@ -10,10 +10,13 @@ gradients are exact for leap's separable-footprint model:
   (the same operators as :class:`leap.torch.Projector`);
 * with respect to the geometry θ, the analytic vector–Jacobian product of the model
   (:func:`leap.kernels.cpu.modular_geometry_vjp.geometry_vjp`), one pass over (view,
-  voxel), no finite differences and no Jacobian. The model is piecewise smooth; at its
-  kinks (a footprint end exactly on a pixel edge, the switch of a voxel's dominant
-  in-plane axis, the order of a footprint's ends) the gradient is the one-sided value of
-  the branch the projector takes (see that module).
+  voxel), no finite differences and no Jacobian; on the CPU, for vertical modules (the
+  geometries its projectors run on the axial kernels, e.g. an untilted
+  ``ConeBeam.to_modular``), the same product a voxel column at a time
+  (:func:`leap.kernels.cpu.axial_geometry_vjp.geometry_vjp`). The model is piecewise
+  smooth; at its kinks (a footprint end exactly on a pixel edge, the switch of a voxel's
+  dominant in-plane axis, the order of a footprint's ends) the gradient is the one-sided
+  value of the branch the projector takes (see that module).
 
 :class:`leap.geometry.ModularBeam` normalises the row and column vectors, so the
 projection depends only on their directions; the gradients include that step (they are
@@ -41,7 +44,10 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from ..geometry import Detector, ModularBeam, Volume
+from ..kernels.cpu import axial_geometry_vjp
+from ..kernels.cpu.launch import uses_axial_kernels
 from ..kernels.cpu.modular_geometry_vjp import geometry_vjp
+from ..kernels.plan import make_plan
 from ..system import CTSystem
 from ._geometry_params import cone_beam_modular
 from ._operator import CTOperator
@@ -123,7 +129,9 @@ def _cuda_samples(x, shape):
 
 def _geometry_grads(system, raw, f, gbar, tensors, needs):
     """The geometry VJP for the tensors that need it (None for the others): the CUDA
-    kernel when f and gbar are CUDA tensors, else the CPU kernel."""
+    kernel when f and gbar are CUDA tensors, else the CPU kernel, column-wise
+    (:mod:`leap.kernels.cpu.axial_geometry_vjp`) where the CPU projectors run the
+    geometry on the axial kernels (vertical modules), else per voxel."""
     if not any(needs):
         return (None,) * 4
     geo, vol, det = system.geometry, system.volume, system.geometry.detector
@@ -140,8 +148,12 @@ def _geometry_grads(system, raw, f, gbar, tensors, needs):
             grads = list(cuda_geometry_vjp(as_numba(fs), as_numba(gs), *rest,
                                            stream=caller_stream(fs)))
     else:
-        grads = list(geometry_vjp(_as_samples(f, vol.shape),
-                                  _as_samples(gbar, geo.projection_shape), *rest))
+        # The projectors' own test: vertical modules run on the axial kernels, and so
+        # does their gradient (same model, a voxel column at a time).
+        vjp = (axial_geometry_vjp.geometry_vjp if uses_axial_kernels(make_plan(geo, vol))
+               else geometry_vjp)
+        grads = list(vjp(_as_samples(f, vol.shape), _as_samples(gbar, geo.projection_shape),
+                         *rest))
     grads[2] = _normalisation_vjp(raw[2], grads[2])
     grads[3] = _normalisation_vjp(raw[3], grads[3])
     return tuple(torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
