@@ -1,14 +1,14 @@
 """CPU geometry vector–Jacobian product of the modular projector for vertical modules,
 a voxel column at a time.
 
-:func:`geometry_vjp` returns what :func:`leap.kernels.cpu.modular_geometry_vjp.geometry_vjp`
+``geometry_vjp`` returns what ``leap.kernels.cpu.modular_geometry_vjp.geometry_vjp``
 returns (``∂L/∂s, ∂L/∂c, ∂L/∂r, ∂L/∂e`` of every view's source, module centre, row and
 column vector for ``L = Σ ḡ · P(θ) f``, the same model, formulas and conventions: read
 that module's docstring first) when every module is vertical: row vector ``r = +z`` and
 column vector ``e`` horizontal, the geometries that the CPU projectors run on the fast
-axial kernels (:meth:`leap.geometry.ModularBeam.vertical_modules`, ``plan.vertical``).
+axial kernels (``leap.geometry.ModularBeam.vertical_modules``, ``plan.vertical``).
 The general kernel evaluates every (view, voxel) footprint; here the model separates
-like the cone beam's (:mod:`leap.kernels.cpu.columns`) and the per-voxel terms collapse
+like the cone beam's (``leap.kernels.cpu.columns``) and the per-voxel terms collapse
 into a few sums along each voxel column.
 
 Why it separates. With ``r = (0, 0, 1)`` and ``e = (e₀, e₁, 0)`` the normal
@@ -18,7 +18,7 @@ Why it separates. With ``r = (0, 0, 1)`` and ``e = (e₀, e₁, 0)`` the normal
 * the column ends ``ua, ub``, their ray parameters ``ta, tb`` and coordinates
   ``ma, mb``, the in-plane segment (ax, ay), the denominator ``big = max(|d_x|, |d_y|)``
   of ``l`` and every skip test do not depend on the voxel index k (they are taken from
-  :func:`~leap.kernels.cpu.modular_geometry_vjp.footprint_terms` once per column);
+  ``leap.kernels.cpu.modular_geometry_vjp.footprint_terms`` once per column);
 * both row ends share one ray parameter ``T = dn/(d·n) > 0``, and voxel k's row ends are
   ``v = sv + T·m`` with ``m = dz_k ∓ half_h`` (``m = q·r = q_z``): affine in k, never
   swapped;
@@ -40,15 +40,15 @@ per column,
   ``Σ f_k G_k·√(ρ² + dz_k²)``, ``G_k = Σ_j wr_kj·t(j)`` the forward's weighted sum;
 
 after which the general kernel's per-view step
-(:func:`~leap.kernels.cpu.modular_geometry_vjp.make_vjp_kernels`' ``view_vjp``) turns
+(``leap.kernels.cpu.modular_geometry_vjp.make_vjp_kernels``' ``view_vjp``) turns
 them into the gradients. ``SL_k``, ``SH_k`` and ``G_k`` are differences of
 piecewise-linear cumulative sums of ḡ's detector columns (float64, made once per view)
 at voxel k's row ends, as in the axial back-projector; ``t(j)`` is a difference of the
 same sums. Per column, view and sample there are two passes, with no footprint
-evaluation: one over the voxel edges (:func:`_edges`: the footprint's first and last
+evaluation: one over the voxel edges (``_edges``: the footprint's first and last
 detector columns' sums interpolated at the edge, ``t`` from the same loads), then one
-over the voxels (:func:`_voxel_sums`, vectorised: its sums may be reassociated,
-:data:`REDUCE_JIT`). Columns that are zero in every sample are skipped, and only the
+over the voxels (``_voxel_sums``, vectorised: its sums may be reassociated,
+``REDUCE_JIT``). Columns that are zero in every sample are skipped, and only the
 voxels between a column's first and last nonzero are visited. The result equals the
 general kernel's up to float64 rounding (measured ~1e-13 relative), not bit for bit:
 the sums are taken in another order.
@@ -62,12 +62,12 @@ ends are computed with that arithmetic anyway. The interpolated sums are continu
 the ends, so their rounding differences (about 1e-16 relative) do not matter.
 
 Vertical means: the row vectors are +z and the column vectors horizontal to within
-:data:`TOLERANCE`; the kernel uses ``r = (0, 0, 1)`` and ``e = (e₀, e₁, 0)`` (as the
+``TOLERANCE``; the kernel uses ``r = (0, 0, 1)`` and ``e = (e₀, e₁, 0)`` (as the
 axial projectors do), so within that tolerance the result is the general kernel's for
 the snapped vectors. The gradients still have all three components (tilting a module
 changes the projection): only the point of evaluation is vertical.
 
-Parallelisation: :func:`leap.kernels.cpu.threads.run` shares the views out, one view at
+Parallelisation: ``leap.kernels.cpu.threads.run`` shares the views out, one view at
 a time per thread, each view's accumulators and gradients written by its thread only
 (results do not depend on the number of threads); sums are float64.
 """
@@ -84,18 +84,18 @@ from .modular_geometry_vjp import (NACC, _end_pixel, _footprint_terms, _view_vjp
                                    checked_inputs)
 
 #: Largest deviation of a row vector from +z, or of a column vector's z component from
-#: 0, that :func:`geometry_vjp` accepts (the vectors are snapped to vertical).
+#: 0, that ``geometry_vjp`` accepts (the vectors are snapped to vertical).
 TOLERANCE = 1e-6
 #: A row end stepped affinely (fractional pixel + ½) closer than this to a pixel edge is
 #: recomputed with the general kernel's arithmetic (the affine step is off by ~1e-13).
 EDGE_GUARD = 1e-8
 
 
-#: The per-voxel sums (:func:`_voxel_sums`) may be reassociated, so that LLVM vectorises
+#: The per-voxel sums (``_voxel_sums``) may be reassociated, so that LLVM vectorises
 #: them (4 voxels per AVX2 instruction, square roots and divisions included): they are
 #: float64 sums of float32 data compared with the general kernel's to 1e-6, and no
 #: transpose relation depends on their rounding (the reason why the projectors keep
-#: fastmath off, :mod:`leap.kernels.cpu._jit`). Only ``reassoc``: no other fast-math flag.
+#: fastmath off, ``leap.kernels.cpu._jit``). Only ``reassoc``: no other fast-math flag.
 REDUCE_JIT = dict(FAST_JIT, fastmath={"reassoc"})
 
 
@@ -146,8 +146,8 @@ def _edges(cum, b0, b1, bm, wide, o0, o1, nrows, P0, Ps, q0, q1, E0, E1, Em, TL,
     detector columns (E0, E1) and of its interior ones (Em, wide footprints only) at
     p, and the footprint-weighted ḡ of the row holding p, ``t(j)``, into TL[q] (the
     lower end of voxel q) and TH[q] (the upper end of voxel q − 1). Returns how many
-    edges lay within :data:`EDGE_GUARD` of a pixel edge, their q in ``near_q`` (their TL,
-    TH are then to be recomputed, :func:`_fix_rows`). The interpolations' slopes are
+    edges lay within ``EDGE_GUARD`` of a pixel edge, their q in ``near_q`` (their TL,
+    TH are then to be recomputed, ``_fix_rows``). The interpolations' slopes are
     ḡ's rows, so t costs no further loads."""
     n = float(nrows)
     # Unsigned indices and a float edge counter: no negative-index wrap-around and no
@@ -200,7 +200,7 @@ def _edges(cum, b0, b1, bm, wide, o0, o1, nrows, P0, Ps, q0, q1, E0, E1, Em, TL,
 def _fix_rows(cum, b0, b1, bm, wide, o0, o1, nrows, near_q, count, kf, kl, sv, T, sz, z0,
               voxel_height, half_h, pixel_height, c_row, TL, TH):
     """Rows of the ends at the edges ``near_q[:count]`` (near pixel edges, see
-    :func:`_edges`), each end as the general kernel computes it: voxel q − 1's upper
+    ``_edges``), each end as the general kernel computes it: voxel q − 1's upper
     end into TH[q], voxel q's lower end into TL[q]."""
     for c in range(count):
         q = near_q[c]
@@ -263,8 +263,8 @@ def _voxel_sums(Vf, v0, kf, kl, E0, E1, Em, TL, TH, DZ, D2, rho2, o0, o1, wide, 
 def _views(V, extent, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
            voxel_height, pixel_width, pixel_height, d_sources, d_centers, d_rows, d_cols,
            start, step):
-    """Views ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`) of
-    :func:`geometry_vjp`: V (nb, ny, nx, nz) float32 the samples' voxel columns,
+    """Views ``start, start + step, …`` (``leap.kernels.cpu.threads.run``) of
+    ``geometry_vjp``: V (nb, ny, nx, nz) float32 the samples' voxel columns,
     extent (ny, nx, 2) int32 each column's first and last voxel nonzero in any sample,
     gbar (nb, na, nrows, ncols) float32, the (na, 3) float64 geometry with rows and
     columns vertical, gradients added into the (na, 3) float64 outputs."""
@@ -389,10 +389,10 @@ def _end_sums(acc, o, U, Uz, qx, qy, t, m, inv_dn):
 @numba.njit(**FAST_JIT)
 def _column_terms(acc, sums, lo_on, hi_on, swap_u, dx, dy, ax, ay, ta, tb, ma, mb, T, big,
                   big_is_x, inv_dn, voxel_width, pixel_width, pixel_height):
-    """Add one voxel column's sums (see :func:`_views` and the module notes) into the
+    """Add one voxel column's sums (see ``_views`` and the module notes) into the
     view's accumulators: the factors common to the column's voxels (voxel_width/big,
     the pixel sizes, the ends' ray parameters) are applied here, once. ``sums``: the
-    column's :func:`_voxel_sums`, summed over the batch."""
+    column's ``_voxel_sums``, summed over the batch."""
     a_lo, a_loz, a_hi, a_hiz, s0, s1, s2, h0, hz, hl = (sums[0], sums[1], sums[2], sums[3],
                                                         sums[4], sums[5], sums[6], sums[7],
                                                         sums[8], sums[9])
@@ -438,7 +438,7 @@ def _column_terms(acc, sums, lo_on, hi_on, swap_u, dx, dy, ax, ay, ta, tb, ma, m
 def _columns(f):
     """f (nb, nz, ny, nx) float32 → its voxel columns (nb, ny, nx, nz) float32 and each
     column's first and last voxel nonzero in any sample (ny, nx, 2) int32
-    (:func:`leap.kernels.cpu.columns.volume_z_columns`)."""
+    (``leap.kernels.cpu.columns.volume_z_columns``)."""
     parts = [columns.volume_z_columns(f[b]) for b in range(f.shape[0])]
     if len(parts) == 1:
         V, extent = parts[0]
@@ -455,7 +455,7 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
                  voxel_height, pixel_width, pixel_height):
     """``∂L/∂(s, c, r, e)`` of ``L = Σ ḡ · P(θ) f`` for the modular projector, vertical
     modules only; arguments and results as
-    :func:`leap.kernels.cpu.modular_geometry_vjp.geometry_vjp`.
+    ``leap.kernels.cpu.modular_geometry_vjp.geometry_vjp``.
 
     Parameters
     ----------
@@ -466,7 +466,7 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
     sources, centers, rows, cols : (na, 3) float64
         Source, module centre, row and column vectors (mm; unit vectors as
         :class:`leap.geometry.ModularBeam` stores them). Every row vector must be +z and
-        every column vector horizontal, to within :data:`TOLERANCE`.
+        every column vector horizontal, to within ``TOLERANCE``.
     x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height : float
         First voxel centre and sizes, mm.
 
