@@ -9,7 +9,7 @@ import pytest
 import leap
 from leap.fbp import fbp
 from leap.kernels import footprints as fp
-from leap.kernels.cpu import fan_slice, launch
+from leap.kernels.cpu import columns, fan_slice, launch
 from leap.kernels.plan import make_plan
 
 ANGLES = np.linspace(0.2, 2 * np.pi, 13, endpoint=False)
@@ -111,24 +111,25 @@ def test_wide_footprints_occur_in_the_test_scan():
     assert 0 < np.mean(widths) < 0.5
 
 
-def test_three_taps_weigh_intervals_up_to_two_pixels_exactly(rng):
+def test_three_taps_weigh_the_intervals_three_pixels_hold_exactly(rng):
+    """three_pixels accepts exactly the intervals whose three taps (three_tap) are their
+    overlaps with every pixel, and the wider ones are left to the general loop."""
     ncols = 12
-    n = 2000
-    lo = rng.uniform(-3.0, ncols + 2.0, n)
-    hi = lo + rng.uniform(0.0, 3.0, n)
-    fps = np.stack([lo, hi, np.ones(n)])
-    F = np.empty(n, np.int32)
-    W = [np.empty(n) for _ in range(3)]
-    row_taps = numba.njit(fan_slice.row_taps.py_func)
-    any_wide = row_taps(fps, 0, n, ncols, F, *W)
+    three_tap = columns.three_tap.py_func
+    lo = rng.uniform(-3.0, ncols + 2.0, 4000)
+    hi = lo + rng.uniform(0.0, 3.0, lo.size)
     fits = np.array([fan_slice.three_pixels.py_func(a, b, ncols) for a, b in zip(lo, hi)])
-    assert any_wide and fits.any() and not fits.all()
-    for t in range(n):
-        if not fits[t]:
-            assert W[0][t] == W[1][t] == W[2][t] == 0.0
-            continue
-        for m in range(3):
-            i = F[t] - 1 + m          # pixel index (one guard column before the detector)
-            expected = max(0.0, min(hi[t], i + 0.5) - max(lo[t], i - 0.5))
-            if 0 <= i < ncols:
-                assert W[m][t] == pytest.approx(expected, abs=1e-12)
+    assert fits.any() and not fits.all()
+    for a, b, ok in zip(lo, hi, fits):
+        fl, *taps = three_tap(a, b, ncols)
+        exact = [max(0.0, min(b, i + 0.5) - max(a, i - 0.5)) for i in range(-1, ncols + 3)]
+        got = np.zeros(len(exact))
+        got[int(fl) + 1:int(fl) + 4] = taps
+        # Off the detector (pixels -1 and from ncols on) only guard columns get weight.
+        inside = slice(1, ncols + 1)
+        if ok:
+            np.testing.assert_allclose(got[inside], exact[inside], rtol=0, atol=1e-12)
+        else:
+            # Wider than two pixels, or clamped: starting left of pixel -1 or right of
+            # the detector's last pixel.
+            assert b - a > 2.0 or a < -1.5 or a >= ncols + 0.5

@@ -79,6 +79,20 @@ def all_direct(source_z, sdd, center_row, magnify_z, z0, voxel_height, pixel_hei
 
 
 @numba.njit(**INLINE)
+def direct_footprint(model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
+                     pitch, voxel_width, pixel_width, center_col, dist_sod, distance_weight):
+    """(c_lo, c_hi, weight) of the voxel column at (x, y) for one view, direct rows (no
+    focus offsets): :func:`~leap.kernels.cpu._jit.axial_footprint`, times FBP's distance
+    weight if ``distance_weight``, and weight 0 where the column is behind the source."""
+    c_lo, c_hi, weight, dist, dz = axial_footprint(
+        model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
+        voxel_width, pixel_width, center_col, 0.0, 0.0)
+    if distance_weight:
+        weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+    return c_lo, c_hi, (weight if dist > 0.0 else 0.0)
+
+
+@numba.njit(**INLINE)
 def _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
                    sod, pitch, model, voxel_width, pixel_width, center_col, dist_sod,
                    distance_weight):
@@ -91,12 +105,9 @@ def _footprint_row(fp, lo, hi, ix0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par
     weight_row = fp[2]
     for ix in range(lo, hi):
         x = x0 + ix * voxel_width
-        c_lo, c_hi, weight, dist, dz = axial_footprint(
+        c_lo, c_hi, weight = direct_footprint(
             model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-            voxel_width, pixel_width, center_col, 0.0, 0.0)
-        if distance_weight:
-            weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
-        weight = weight if dist > 0.0 else 0.0
+            voxel_width, pixel_width, center_col, dist_sod, distance_weight)
         j = np.uintp(ix - ix0)
         c_lo_row[j] = c_lo
         c_hi_row[j] = c_hi
