@@ -81,7 +81,7 @@ import numpy as np
 from . import columns, threads
 from ._jit import FAST_JIT, column_range, modular_view_frame, overlap
 from .modular_geometry_vjp import (NACC, _end_pixel, _footprint_terms, _view_vjp,
-                                   checked_inputs)
+                                   batched, checked_inputs)
 
 #: Largest deviation of a row vector from +z, or of a column vector's z component from
 #: 0, that ``geometry_vjp`` accepts (the vectors are snapped to vertical).
@@ -479,12 +479,7 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
     ValueError
         Wrong shapes, or a module that is not vertical.
     """
-    f = np.asarray(f)
-    gbar = np.asarray(gbar)
-    if f.ndim == 3:
-        f = f[None]
-    if gbar.ndim == 3:
-        gbar = gbar[None]
+    f, gbar = batched(f, gbar)
     sources, centers, rows, cols = checked_inputs(f.shape, gbar.shape, sources, centers,
                                                   rows, cols)
     if (np.any(np.abs(rows - (0.0, 0.0, 1.0)) > TOLERANCE)

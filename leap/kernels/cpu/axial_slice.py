@@ -62,6 +62,18 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
 
 
 @numba.njit(**INLINE)
+def store_slice_rows(f, slab, ks, r0, nr):
+    """Write a single-slice back-projector's block of voxel rows, ``slab[:nr]`` (rows
+    ``r0 .. r0 + nr``, float64), into slice ``ks`` of f (nz, ny, nx) float32, and zeros
+    into those rows of the other slices (the back-projector owns them)."""
+    nz, _, nx = f.shape
+    for k in range(nz):
+        for r in range(nr):
+            for ix in range(nx):
+                f[k, r0 + r, ix] = slab[r, ix] if k == ks else 0.0
+
+
+@numba.njit(**INLINE)
 def slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col, ncols, F, W0, W1):
     """Two-tap footprints of voxels ``lo <= ix < hi`` of the voxel row at height y.
 
@@ -183,7 +195,4 @@ def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
                 for t in range(hi - lo):
                     i = np.uintp(F[t])
                     slab[r, lo + t] += W0[t] * gv[i] + W1[t] * gv[i + np.uintp(1)]
-        for k in range(nz):
-            for r in range(nr):
-                for ix in range(nx):
-                    f[k, r0 + r, ix] = slab[r, ix] if k == ks else 0.0
+        store_slice_rows(f, slab, ks, r0, nr)

@@ -38,6 +38,7 @@ from ..footprints import FLAT
 from . import threads
 from ._jit import FAST_JIT, column_range, overlap, parallel_view_constants
 from .axial_direct import direct_footprint
+from .axial_slice import store_slice_rows
 from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, three_tap
 
 #: Voxel rows per work item of the back-projector: each view's row of the projections is
@@ -308,7 +309,4 @@ def _backproject_blocks(G, f, col_dir, source_xy, sdd, sod, pitch, model, ks, js
                     gather_wide(X, lo, hi, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                                 sdd[a], sod, pitch, model, voxel_width, pixel_width,
                                 center_col[a], dist_sod, gv, ncols, out)
-        for k in range(nz):
-            for r in range(nr):
-                for ix in range(nx):
-                    f[k, r0 + r, ix] = slab[r, ix] if k == ks else 0.0
+        store_slice_rows(f, slab, ks, r0, nr)

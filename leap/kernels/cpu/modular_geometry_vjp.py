@@ -296,6 +296,14 @@ _voxel_vjp, _view_vjp = make_vjp_kernels(_inline, _footprint_terms, _end_pixel, 
                                          overlap, modular_box)
 
 
+def batched(f, gbar):
+    """f and gbar as NumPy arrays with a leading batch axis (added to a single sample).
+    Shared by the CPU entry points."""
+    f = np.asarray(f)
+    gbar = np.asarray(gbar)
+    return (f[None] if f.ndim == 3 else f), (gbar[None] if gbar.ndim == 3 else gbar)
+
+
 def checked_inputs(f_shape, gbar_shape, sources, centers, rows, cols):
     """Check the VJP's batch shapes (f (nb, nz, ny, nx), gbar (nb, na, nrows, ncols))
     and return the four geometry arrays as C-contiguous (na, 3) float64 NumPy arrays;
@@ -360,12 +368,7 @@ def geometry_vjp(f, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_width,
     d_sources, d_centers, d_rows, d_cols : (na, 3) float64
         The gradients, per view (see the module docstring for the values at kinks).
     """
-    f = np.asarray(f)
-    gbar = np.asarray(gbar)
-    if f.ndim == 3:
-        f = f[None]
-    if gbar.ndim == 3:
-        gbar = gbar[None]
+    f, gbar = batched(f, gbar)
     geo = checked_inputs(f.shape, gbar.shape, sources, centers, rows, cols)
     na = gbar.shape[1]
     out = [np.zeros((na, 3)) for _ in range(4)]
