@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..footprints import PARALLEL
-from ._jit import (FAST_JIT, FAST_PARALLEL_JIT, parallel_column_footprint,
+from . import threads
+from ._jit import (FAST_JIT, parallel_column_footprint,
                    parallel_view_constants)
 from .axial_direct import direct_row_shifts
 from .columns import GUARD_HI, GUARD_LO, INLINE, direct_slices, fov_ix_range, two_tap
@@ -135,48 +135,68 @@ def project_view_slice(fs, ga, cx, cy, js, X, y0, voxel_width, pixel_width, cent
             i = np.uintp(F[t])
             acc[i] += W0[t]
             acc[i + one] += W1[t]
-    ga[:, :] = 0.0
+    for j in range(nrows):
+        for i in range(ncols):
+            ga[j, i] = 0.0
     for i in range(ncols):
         c = GUARD_LO + i
         ga[js, i] = ((acc[c] + acc[L + c]) + (acc[2 * L + c] + acc[3 * L + c])) * rf
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def project(f, g, col_dir, ks, js, x0, y0, voxel_width, pixel_width, center_col, fov_r2, rf):
     """Single-slice parallel projection of slice ``ks`` of f (nz, ny, nx) into row ``js``
-    of g (na, nrows, ncols), the other rows zero; one view per thread. center_col (na,)."""
+    of g (na, nrows, ncols), the other rows zero; views on all threads
+    (:mod:`leap.kernels.cpu.threads`). center_col (na,)."""
+    threads.run(_project_views, f, g, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
+                center_col, fov_r2, rf, items=g.shape[0])
+
+
+@numba.njit(**FAST_JIT)
+def _project_views(f, g, col_dir, ks, js, x0, y0, voxel_width, pixel_width, center_col,
+                   fov_r2, rf, start, step):
+    """Views ``a = start, start + step, …`` of :func:`project`."""
     X = x0 + np.arange(f.shape[2]) * voxel_width
     fs = f[ks]
-    for a in prange(g.shape[0]):
+    for a in range(start, g.shape[0], step):
         project_view_slice(fs, g[a], col_dir[a, 0], col_dir[a, 1], js, X, y0, voxel_width,
                            pixel_width, center_col[a], fov_r2, rf)
 
 
-@numba.njit(**FAST_PARALLEL_JIT)
 def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
-                       center_col, fov_r2):
+                      center_col, fov_r2):
     """Single-slice parallel back-projector (transpose of :func:`project_view_slice`).
 
-    Threads own blocks of ``ROW_BLOCK`` voxel rows; per view the slice's pixel values
+    Blocks of ``ROW_BLOCK`` voxel rows on all threads; per view the slice's pixel values
     are read out of G (:func:`leap.kernels.cpu.columns.projection_row_values`: single
     slices have direct rows) once per block, then every voxel gathers its two taps.
     """
+    threads.run(_backproject_blocks, G, f, col_dir, ks, js, x0, y0, voxel_width,
+                pixel_width, center_col, fov_r2,
+                items=(f.shape[1] + ROW_BLOCK - 1) // ROW_BLOCK)
+
+
+@numba.njit(**FAST_JIT)
+def _backproject_blocks(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
+                        center_col, fov_r2, start, step):
+    """Blocks ``b = start, start + step, …`` of :func:`backproject_slice`."""
     nz, ny, nx = f.shape
     na, L, nrows = G.shape
     ncols = L - GUARD_LO - GUARD_HI
     nblocks = (ny + ROW_BLOCK - 1) // ROW_BLOCK
     X = x0 + np.arange(nx) * voxel_width
-    for b in prange(nblocks):
+    slab = np.empty((ROW_BLOCK, nx), dtype=np.float64)
+    gv = np.empty(L, dtype=np.float64)
+    F = np.empty(nx, dtype=np.int32)
+    W0 = np.empty(nx, dtype=np.float64)
+    W1 = np.empty(nx, dtype=np.float64)
+    los = np.empty(ROW_BLOCK, dtype=np.int64)
+    his = np.empty(ROW_BLOCK, dtype=np.int64)
+    for b in range(start, nblocks, step):
         r0 = b * ROW_BLOCK
         nr = min(ROW_BLOCK, ny - r0)
-        slab = np.zeros((ROW_BLOCK, nx), dtype=np.float64)
-        gv = np.empty(L, dtype=np.float64)
-        F = np.empty(nx, dtype=np.int32)
-        W0 = np.empty(nx, dtype=np.float64)
-        W1 = np.empty(nx, dtype=np.float64)
-        los = np.empty(ROW_BLOCK, dtype=np.int64)
-        his = np.empty(ROW_BLOCK, dtype=np.int64)
         for r in range(nr):
+            for ix in range(nx):
+                slab[r, ix] = 0.0
             los[r], his[r] = fov_ix_range(y0 + (r0 + r) * voxel_width, x0, voxel_width,
                                            nx, fov_r2)
         for a in range(na):
