@@ -309,32 +309,35 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                             if stretch:
                                 voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
                             wk = W if stretch else sw
-                        if c_hi - c_lo <= 2.0:
-                            # Two or three taps (three_tap is two_tap up to one pixel). One path
-                            # for one tap too: a branch reading a footprint inside one pixel
-                            # from G directly made cone back-projection slower, not faster
-                            # (without it 0.95-0.98x the time, 0.5 and 0.25 mm voxels), as each
-                            # path's helpers come with reference counts per column here.
-                            fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
-                            c0 = ga + (int(fl) + GUARD_LO) * stride
-                            combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride,
-                                            o0 * weight, o1 * weight, o2 * weight, nrows, A + 0.5,
-                                            B, kb0, kb1, Gc)
+                        # Footprints up to two pixels wide: two or three taps, their
+                        # columns combined and interpolated once (three_tap is two_tap up
+                        # to one pixel; one path for one tap too: a branch reading a
+                        # footprint inside one pixel from G directly made cone
+                        # back-projection slower, 0.95-0.98x the time without it). Wider
+                        # ones: one pass per pixel through the same code, each pass one
+                        # column: one copy of the interpolation and difference loops in
+                        # the kernel (a second one was 0.6 s of its first compilation).
+                        narrow = c_hi - c_lo <= 2.0
+                        i0, i1 = (0, 0) if narrow else column_range(c_lo, c_hi, ncols)
+                        for i in range(i0, i1 + 1):
+                            if narrow:
+                                fl, o0, o1, o2 = three_tap(c_lo, c_hi, ncols)
+                                c0 = ga + (int(fl) + GUARD_LO) * stride
+                                w0 = o0 * weight
+                                w1 = o1 * weight
+                                w2 = o2 * weight
+                            else:
+                                w0 = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
+                                if w0 == 0.0:
+                                    continue
+                                c0 = ga + (i + GUARD_LO) * stride
+                                w1 = 0.0
+                                w2 = 0.0
+                            combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride, w0, w1, w2,
+                                            nrows, A + 0.5, B, kb0, kb1, Gc)
                             cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
                             if slice_w is not None:
                                 add_weighted_differences(E, kb0, kb1, wk, sf, col)
                             else:
                                 add_differences(E, kb0, kb1, 1.0, sf, col)
-                        else:
-                            i0, i1 = column_range(c_lo, c_hi, ncols)
-                            for i in range(i0, i1 + 1):
-                                w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight
-                                if w == 0.0:
-                                    continue
-                                cumulative_at(Gf, ga + (i + GUARD_LO) * stride, nrows, A + 0.5,
-                                              B, kb0, kb1, w, E)
-                                if slice_w is not None:
-                                    add_weighted_differences(E, kb0, kb1, wk, sf, col)
-                                else:
-                                    add_differences(E, kb0, kb1, 1.0, sf, col)
         store_tile(f, slab, iy0, ix0)
