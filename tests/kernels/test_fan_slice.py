@@ -5,6 +5,7 @@ transpose, and independent of the number of threads."""
 import numba
 import numpy as np
 import pytest
+from conftest import with_numba_threads
 
 import leap
 from leap.fbp import fbp
@@ -81,14 +82,10 @@ def test_results_do_not_depend_on_the_number_of_threads(rng):
     geo, vol = _case("fan")
     f = rng.random(vol.shape, dtype=np.float32)
     g = rng.random(geo.projection_shape, dtype=np.float32)
-    n = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        one = leap.project(geo, vol, f), leap.backproject(geo, vol, g)
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = leap.project(geo, vol, f), leap.backproject(geo, vol, g)
-    finally:
-        numba.set_num_threads(n)
+    def run():
+        return leap.project(geo, vol, f), leap.backproject(geo, vol, g)
+    one = with_numba_threads(1, run)
+    two = with_numba_threads(min(2, numba.config.NUMBA_NUM_THREADS), run)
     for a, b in zip(one, two):
         assert np.array_equal(a, b)
 
