@@ -4,12 +4,13 @@ Run: ``python benchmarks/bench_cpu.py [problem ...] [--small-only] [--repeats N]
 [--sizes N N]``
 
 Problems (each at two sizes, the larger with twice the volume edge and detector size and
-the same views, so 8× the voxel-view updates for the 3-D problems and 4× for the 2-D one;
+the same views, so 8× the voxel-view updates for the 3-D problems and 4× for the 2-D ones;
 the cost growth is visible in the ``×`` column):
 
 =============  =====================================================================
 parallel2d     512² / 1024² volume (1 mm voxels), one slice, 720 views over 180°,
                512 / 1024 columns of 1 mm.
+fan2d          as parallel2d, fan beam, 720 views over 360°, sod 1000 mm, sdd 1500 mm.
 parallel       256³ / 512³ (1 mm), 180 views over 180°, 256² / 512² detector of 1 mm.
 fan            256³ / 512³ (0.5 mm voxels, 1 mm high), 180 views over 360°, 256² / 512²
                flat detector of 1 mm, sod 500 mm, sdd 1000 mm.
@@ -84,6 +85,13 @@ def problem(name, n):
                                                          pixel_width=1.0),
                                   angles=np.linspace(0, np.pi, 720, endpoint=False)),
                 leap.Volume(num_x=n, num_y=n, num_z=1, voxel_width=1.0, voxel_height=1.0))
+    if name == "fan2d":
+        # Issue 34's 2-D fan scan (sod 1000, sdd 1500, one slice of 1 mm voxels).
+        return (leap.FanBeam(detector=leap.Detector(num_rows=1, num_cols=n, pixel_height=1.0,
+                                                    pixel_width=1.0),
+                             angles=np.linspace(0, 2 * np.pi, 720, endpoint=False),
+                             sod=1000.0, sdd=1500.0),
+                leap.Volume(num_x=n, num_y=n, num_z=1, voxel_width=1.0, voxel_height=1.0))
     if name == "parallel":
         return (leap.ParallelBeam(detector=leap.Detector(num_rows=n, num_cols=n, pixel_height=1.0,
                                                          pixel_width=1.0),
@@ -108,7 +116,8 @@ def problem(name, n):
 # Sizes large enough that per-call overheads (thread start-up, cumulative sums) and the
 # costs per voxel column or detector pixel are small next to the voxel-view work, so the
 # × column shows the kernels' growth (see the module notes).
-PROBLEMS = {"parallel2d": (512, 1024), "parallel": (256, 512), "fan": (256, 512),
+PROBLEMS = {"parallel2d": (512, 1024), "fan2d": (512, 1024), "parallel": (256, 512),
+            "fan": (256, 512),
             "cone": (256, 512), "cone_curved": (256, 512), "helical": (256, 512),
             "modular": (256, 512)}
 
