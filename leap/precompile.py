@@ -30,7 +30,7 @@ from .operators import backproject, project
 
 
 def _problems():
-    """Tiny problems, one per kernel family: (geometry, volume) by name."""
+    """Tiny problems per kernel family: [(geometry, volume), …] by name."""
     angles = np.linspace(0.0, 2 * np.pi, 8, endpoint=False)
     det = Detector(num_rows=8, num_cols=12, pixel_height=1.0, pixel_width=1.0)
     vol = Volume(num_x=8, num_y=8, num_z=8, voxel_width=1.0, voxel_height=1.0)
@@ -39,15 +39,18 @@ def _problems():
     one_slice = Volume(num_x=8, num_y=8, num_z=1, voxel_width=1.0, voxel_height=1.0)
     return {
         # Flat and curved cone beams, helical scans and vertical modular beams share the
-        # cone family's kernels.
-        "cone": (cone, vol),
+        # cone family's kernels, compiled once without and once with weights within a
+        # voxel column (vertical modules' stretch, helical FBP's slice weights).
+        "cone": [(cone, vol), (cone.to_modular(), vol)],
         # Parallel and fan beams whose slices lie on detector rows: the direct-row kernels.
-        "parallel": (ParallelBeam(detector=det, angles=angles / 2), vol),
-        "fan": (FanBeam(detector=det, angles=angles, sod=100.0, sdd=150.0), vol),
-        # One slice of a parallel beam: the 2-D kernels.
-        "parallel2d": (ParallelBeam(detector=slice_det, angles=angles / 2), one_slice),
+        "parallel": [(ParallelBeam(detector=det, angles=angles / 2), vol)],
+        "fan": [(FanBeam(detector=det, angles=angles, sod=100.0, sdd=150.0), vol)],
+        # One slice of a parallel or fan beam: the 2-D kernels.
+        "parallel2d": [(ParallelBeam(detector=slice_det, angles=angles / 2), one_slice)],
+        "fan2d": [(FanBeam(detector=slice_det, angles=angles, sod=100.0, sdd=150.0),
+                   one_slice)],
         # Modules that are not vertical: the general modular kernels.
-        "modular": (_tilted(cone), vol),
+        "modular": [(_tilted(cone), vol)],
     }
 
 
@@ -75,12 +78,11 @@ def precompile(families=FAMILIES) -> dict[str, float]:
         raise ValueError(f"unknown families {unknown}; expected some of {list(FAMILIES)}")
     seconds = {}
     for name in families:
-        geo, vol = problems[name]
         t = time.perf_counter()
-        f = np.ones(vol.shape, np.float32)
-        g = project(geo, vol, f)
-        backproject(geo, vol, g)
-        _fbp.fbp(geo, vol, g)
+        for geo, vol in problems[name]:
+            g = project(geo, vol, np.ones(vol.shape, np.float32))
+            backproject(geo, vol, g)
+            _fbp.fbp(geo, vol, g)
         seconds[name] = time.perf_counter() - t
     return seconds
 

@@ -22,6 +22,13 @@ vol = leap.Volume(num_x=9, num_y=10, num_z=7, voxel_width=0.7, voxel_height=0.6)
 g = leap.project(geo, vol, np.random.default_rng(0).random(vol.shape, dtype=np.float32))
 leap.backproject(geo, vol, g)
 fbp(geo, vol, g)
+# The cone family's other members: vertical modules (the stretch) and a helical FBP (slice
+# weights) run the kernels' weighted form.
+mod = geo.to_modular()
+leap.backproject(mod, vol, leap.project(mod, vol, np.ones(vol.shape, np.float32)))
+hel = leap.ConeBeam(detector=det, angles=np.linspace(0, 12, 21), sod=90.0, sdd=160.0,
+                    helical_pitch=0.5)
+fbp(hel, vol, leap.project(hel, vol, np.ones(vol.shape, np.float32)))
 hits = misses = 0
 for name, mod in list(sys.modules.items()):
     if name == "leap" or name.startswith("leap."):
@@ -48,6 +55,6 @@ def test_a_precompiled_family_compiles_nothing_later(tmp_path):
 
 def test_families_and_bad_names():
     assert set(precompile(["fan", "cone"])) == {"fan", "cone"}
-    assert set(FAMILIES) >= {"cone", "parallel", "fan", "parallel2d", "modular"}
+    assert set(FAMILIES) >= {"cone", "parallel", "fan", "parallel2d", "fan2d", "modular"}
     with pytest.raises(ValueError, match="unknown families.*'helix'"):
         precompile(["helix"])
