@@ -35,6 +35,34 @@ def run_sim_tests(test_file, timeout=900):
     assert " passed" in r.stdout, out
 
 
+@pytest.fixture(scope="module")
+def one_numba_thread():
+    """Numba on one thread for a module's tests (``pytestmark =
+    pytest.mark.usefixtures("one_numba_thread")``): tiny geometries, where a parallel
+    launch costs more than it saves, and on a loaded machine waiting for a second thread
+    can cost milliseconds per call."""
+    import numba
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(n)
+
+
+def analytic_and_central_difference(p, d, h, loss):
+    """(⟨p.grad, d⟩, (loss() at p + h·d − loss() at p − h·d) / 2h) for a torch parameter p
+    whose ``grad`` a backward pass of the same loss has set; p is restored."""
+    import torch
+    analytic = float((p.grad * d).sum())
+    with torch.no_grad():
+        base = p.detach().clone()
+        p.copy_(base + h * d)
+        up = loss()
+        p.copy_(base - h * d)
+        down = loss()
+        p.copy_(base)
+    return analytic, (up - down) / (2 * h)
+
+
 def with_numba_threads(n, fn):
     """``fn()`` with Numba's thread count set to n (restored afterwards)."""
     import numba

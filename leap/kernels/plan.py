@@ -43,6 +43,10 @@ class Plan:
     row_factor : (num_rows,) float64 out-of-plane ray stretch √(1 + v²) (cone beams;
         ones otherwise).
     vertical : VerticalModules of a modular beam with vertical modules, or None.
+    center_cols : (num_angles,) float64 per-view detector column of the central ray,
+        fractional pixels, or None (the detector's, every view). Set by callers whose
+        views differ from any standard geometry's (per-view shifts of a parallel or fan
+        scan, :mod:`leap.torch._axial_params`) together with ``views``.
     """
 
     modular: bool
@@ -54,6 +58,7 @@ class Plan:
     slice_weights: np.ndarray | None = None
     row_factor: np.ndarray | None = None
     vertical: object = None
+    center_cols: np.ndarray | None = None
 
     def view_slice(self, a0: int, a1: int) -> "Plan":
         """The plan of views a0:a1 (slice weights cut alike)."""
@@ -66,7 +71,8 @@ class Plan:
         views = v._replace(col_dir=v.col_dir[a0:a1], source_xy=v.source_xy[a0:a1],
                            source_z=v.source_z[a0:a1],
                            focus=None if v.focus is None else v.focus[a0:a1])
-        return dataclasses.replace(self, views=views, slice_weights=sw)
+        cc = None if self.center_cols is None else self.center_cols[a0:a1]
+        return dataclasses.replace(self, views=views, slice_weights=sw, center_cols=cc)
 
     def scalars(self, z0: float | None = None) -> SimpleNamespace:
         """The scalar kernel arguments (mm; detector centres in fractional pixels), with

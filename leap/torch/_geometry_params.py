@@ -127,12 +127,19 @@ def facade_parameters(leapct):
                          f"(set_conebeam), this module has {kind}")
     if leapct.core_geometry().detector.curved:
         raise ValueError("geometry parameters need a flat detector; this cone beam's is curved")
+    return facade_values(leapct, PARAMETER_NAMES, 3)
+
+
+def facade_values(leapct, names, shift_components):
+    """{name: float64 tensor} for ``names`` (``phis`` first, ``shifts`` last): the
+    facade's ``phis`` (numAngles,) and ``get_<name>()`` of the others, in its units;
+    ``shifts`` zeros (numAngles, shift_components)."""
     f64 = torch.float64
     phis = torch.tensor(leapct._need_geometry()["phis"], dtype=f64).reshape(-1)
     values = {"phis": phis}
-    for name in PARAMETER_NAMES[1:-1]:
+    for name in names[1:-1]:
         values[name] = torch.tensor(float(getattr(leapct, f"get_{name}")()), dtype=f64)
-    values["shifts"] = torch.zeros(phis.shape[0], 3, dtype=f64)
+    values["shifts"] = torch.zeros(phis.shape[0], shift_components, dtype=f64)
     return values
 
 

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import analytic_and_central_difference
 
 torch = pytest.importorskip("torch")
 
@@ -32,13 +33,7 @@ OFF_CENTRE = (0.6, -0.5, 0.8)
 OBJECT_RADIUS = 2.3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    import numba
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 # -------------------------------------------------------------- the conversion
@@ -128,11 +123,15 @@ def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
     assert proj.leapct.get_helicalPitch() == pytest.approx(0.05)
 
 
-def test_geometry_parameters_need_a_cone_beam():
+def test_geometry_parameters_need_a_supported_geometry():
+    """Cone-parallel (and modular) geometries have no geometry parameters; parallel and
+    fan beams do (tests/torch/test_axial_geometry_parameters.py)."""
     proj = Projector()
-    proj.set_parallelbeam(4, 5, 6, 1.0, 1.0, 2.0, 2.5, np.arange(4.0))
-    with pytest.raises(ValueError, match="cone-beam"):
+    proj.set_coneparallel(4, 5, 6, 1.0, 1.0, 2.0, 2.5, np.arange(4.0), 100.0, 150.0)
+    with pytest.raises(ValueError, match="cone-beam.*parallel-beam and fan-beam"):
         proj.geometry_parameters()
+    with pytest.raises(ValueError, match="no geometry"):
+        Projector().geometry_parameters()
 
 
 def _loss(proj, f, gbar):
@@ -177,16 +176,7 @@ def _directional(name, center_col, tilt, rng):
     else:
         d = torch.ones((), dtype=torch.float64)
     (proj(f).double() * gbar).sum().backward()
-    analytic = float((p.grad * d).sum())
-    h = FD_CASES[name]
-    with torch.no_grad():
-        base = p.detach().clone()
-        p.copy_(base + h * d)
-        up = _loss(proj, f, gbar)
-        p.copy_(base - h * d)
-        down = _loss(proj, f, gbar)
-        p.copy_(base)
-    return analytic, (up - down) / (2 * h)
+    return analytic_and_central_difference(p, d, FD_CASES[name], lambda: _loss(proj, f, gbar))
 
 
 @pytest.mark.parametrize("name", sorted(FD_CASES))

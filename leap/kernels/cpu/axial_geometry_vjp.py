@@ -48,10 +48,10 @@ same sums. Per column, view and sample there are two passes, with no footprint
 evaluation: one over the voxel edges (``_edges``: the footprint's first and last
 detector columns' sums interpolated at the edge, ``t`` from the same loads), then one
 over the voxels (``_voxel_sums``, vectorised: its sums may be reassociated,
-``REDUCE_JIT``). Columns that are zero in every sample are skipped, and only the
-voxels between a column's first and last nonzero are visited. The result equals the
-general kernel's up to float64 rounding (measured ~1e-13 relative), not bit for bit:
-the sums are taken in another order.
+``leap.kernels.cpu._jit.REDUCE_JIT``). Columns that are zero in every sample are
+skipped, and only the voxels between a column's first and last nonzero are visited.
+The result equals the general kernel's up to float64 rounding (measured ~1e-13
+relative), not bit for bit: the sums are taken in another order.
 
 Kinks: as the general kernel (one-sided derivatives of the branch the forward takes; an
 end on a pixel edge counted in pixel ``floor(end + ½)``). The row ends are stepped
@@ -79,7 +79,7 @@ import numba
 import numpy as np
 
 from . import columns, threads
-from ._jit import FAST_JIT, column_range, modular_view_frame, overlap
+from ._jit import FAST_JIT, REDUCE_JIT, column_range, modular_view_frame, overlap
 from .modular_geometry_vjp import (NACC, _end_pixel, _footprint_terms, _view_vjp,
                                    batched, checked_inputs)
 
@@ -90,13 +90,6 @@ TOLERANCE = 1e-6
 #: recomputed with the general kernel's arithmetic (the affine step is off by ~1e-13).
 EDGE_GUARD = 1e-8
 
-
-#: The per-voxel sums (``_voxel_sums``) may be reassociated, so that LLVM vectorises
-#: them (4 voxels per AVX2 instruction, square roots and divisions included): they are
-#: float64 sums of float32 data compared with the general kernel's to 1e-6, and no
-#: transpose relation depends on their rounding (the reason why the projectors keep
-#: fastmath off, ``leap.kernels.cpu._jit``). Only ``reassoc``: no other fast-math flag.
-REDUCE_JIT = dict(FAST_JIT, fastmath={"reassoc"})
 
 
 @numba.njit(**FAST_JIT)

@@ -56,8 +56,9 @@ def _axial_form(plan):
     center_row = np.full(n, float(d.center_row))
     if views.focus is not None:
         center_row += views.focus[:, 2] / d.pixel_height
-    return (views, np.full(n, float(views.sdd)), np.full(n, float(d.center_col)),
-            center_row, plan.fov_r2, False)
+    center_col = (np.full(n, float(d.center_col)) if plan.center_cols is None
+                  else plan.center_cols)
+    return (views, np.full(n, float(views.sdd)), center_col, center_row, plan.fov_r2, False)
 
 
 def _focus(views) -> np.ndarray:

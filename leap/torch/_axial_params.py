@@ -1,0 +1,230 @@
+"""Parallel- and fan-beam parameters as tensors, differentiable (issue 35).
+
+Parallel and fan beams have no exact modular form (parallel rays have no source; each
+row of a fan beam has its own source height), so they are differentiated on their own
+model: the axial footprint model without z magnification, whose geometry enters through
+per-view in-plane quantities only (``leap.kernels.cpu.axial_view_vjp``): the column axis
+``col_dir`` (num_views, 2), the source ``source_xy`` (num_views, 2, fan beams), the detector
+centre ``center_col`` (num_views,) and ``sdd`` (num_views,). :func:`axial_views` maps the
+standard parameters to them in torch (float64, so autograd chains) with the formulas of
+``leap.geometry.ParallelBeam.axial_views`` and ``leap.geometry.FanBeam.axial_views``:
+with ψ the view angle, θ⊥ = (cos ψ, sin ψ) and θ = (sin ψ, −cos ψ),
+
+* ``col_dir = θ⊥``;
+* fan: ``source_xy = sod·θ − tau·θ⊥ − shift``, ``sdd``, ``center_col = centerCol``;
+* parallel: ``center_col = centerCol + (shift·θ⊥)/pixelWidth`` (the source is unused).
+
+``shift`` is a per-view in-plane rigid translation of the object (mm): translating the
+object by s is translating the source (and the detector with it) by −s; for parallel rays
+only its component across the rays counts. There is no z shift and ``centerRow`` is not
+a parameter: the VJP holds every voxel slice's detector rows fixed (no magnification along
+z, and no in-plane parameter moves them), and both would move them.
+
+``AxialOperator`` (a ``torch.autograd.Function``) projects and back-projects with these
+tensors: the forward is the facade's own operator on the core geometry built from the
+parameters' current values (``leap.project``'s numbers) when every shift is 0, else the
+CPU axial kernels with the per-view values the core geometries cannot hold. The backward
+is the other operator for the data and the geometry VJP for the tensors. The VJP runs on
+the CPU: CUDA tensors are copied to the host for it, and the gradients are returned on
+the tensors' device; so does a forward with nonzero shifts (computed on the host, the
+result returned on the input's device). The field-of-view mask is the one of the core
+geometry at the parameters' values (forward) and is held fixed for the gradient (a jump
+of the model, which no gradient sees).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+from torch.autograd.function import once_differentiable
+
+from ..geometry import FanBeam, ParallelBeam
+from ..kernels.cpu import launch
+from ..kernels.cpu.axial_view_vjp import plan_geometry_vjp
+from ..kernels.plan import make_plan
+from ._geometry_params import facade_values
+from ._operator import CTOperator
+
+__all__ = ["axial_views", "PARALLEL_NAMES", "FAN_NAMES", "axial_facade_parameters",
+           "axial_apply"]
+
+#: The names of :meth:`leap.torch.Projector.geometry_parameters` for each geometry.
+PARALLEL_NAMES = ("phis", "centerCol", "shifts")
+#: The names for fan beams.
+FAN_NAMES = ("phis", "centerCol", "tau", "sod", "sdd", "shifts")
+
+
+def parameter_names(leapct):
+    """The parameter names of the facade's parallel or fan geometry (ValueError else)."""
+    kind = leapct.get_geometry() if leapct.ct_geometry_defined() else None
+    if kind == "PARALLEL":
+        return PARALLEL_NAMES
+    if kind == "FAN":
+        return FAN_NAMES
+    raise ValueError("axial geometry parameters are defined for parallel and fan beams, "
+                     f"this module has {kind or 'no geometry'}")
+
+
+def axial_facade_parameters(leapct):
+    """{name: float64 tensor} of a facade's parallel or fan geometry, in LEAP's units:
+    ``phis`` (numAngles,) degrees, ``centerCol`` pixels, ``tau``, ``sod``, ``sdd`` mm
+    (fan), ``shifts`` zeros (numAngles, 2) mm."""
+    return facade_values(leapct, parameter_names(leapct), 2)
+
+
+def axial_views(params, *, fan, pixel_width):
+    """The per-view tensors ``(col_dir, source_xy, center_col, sdd)`` of the footprint
+    model, float64, from parameters named as :data:`PARALLEL_NAMES` / :data:`FAN_NAMES`
+    (LEAP's units, tensors or numbers); see the module notes for the formulas.
+
+    Returns
+    -------
+    col_dir, source_xy : (num_views, 2)
+    center_col, sdd : (num_views,)
+        (``source_xy`` and ``sdd`` zeros for parallel beams.)
+    """
+    phis = torch.as_tensor(params["phis"], dtype=torch.float64)
+    if phis.ndim != 1 or phis.shape[0] == 0:
+        raise ValueError(f"phis must have shape (num_views,), got {tuple(phis.shape)}")
+    n, dev = phis.shape[0], phis.device
+
+    def scalar(name):
+        v = torch.as_tensor(params[name], dtype=torch.float64, device=dev)
+        if v.numel() != 1:
+            raise ValueError(f"{name} must be a scalar, got shape {tuple(v.shape)}")
+        return v.reshape(())
+
+    psi = phis * (np.pi / 180.0)          # np.deg2rad's arithmetic
+    cos, sin = torch.cos(psi), torch.sin(psi)
+    col_dir = torch.stack([cos, sin], dim=1)
+    shifts = params.get("shifts")
+    if shifts is not None:
+        shifts = torch.as_tensor(shifts, dtype=torch.float64, device=dev)
+        if tuple(shifts.shape) != (n, 2):
+            raise ValueError(f"shifts must have shape (num_views, 2) = ({n}, 2), got "
+                             f"{tuple(shifts.shape)}")
+    center_col = scalar("centerCol").expand(n)
+    if not fan:
+        if shifts is not None:
+            center_col = center_col + (shifts * col_dir).sum(dim=1) / pixel_width
+        zeros = torch.zeros(n, dtype=torch.float64, device=dev)
+        return col_dir, torch.zeros(n, 2, dtype=torch.float64, device=dev), center_col, zeros
+    theta = torch.stack([sin, -cos], dim=1)
+    source = scalar("sod") * theta - scalar("tau") * col_dir
+    if shifts is not None:
+        source = source - shifts
+    return col_dir, source, center_col, scalar("sdd").expand(n)
+
+
+def core_geometry(params, detector, fan):
+    """The core ``ParallelBeam`` / ``FanBeam`` of the parameters' current values (shifts
+    aside), on ``detector`` with its ``center_col`` replaced."""
+    def value(name):
+        return float(torch.as_tensor(params[name]).detach())
+
+    det = detector.with_changes(center_col=value("centerCol"))
+    angles = np.deg2rad(torch.as_tensor(params["phis"]).detach().cpu().numpy()
+                        .astype(np.float64))
+    if not fan:
+        return ParallelBeam(detector=det, angles=angles)
+    return FanBeam(detector=det, angles=angles, sod=value("sod"), sdd=value("sdd"),
+                   tau=value("tau"))
+
+
+def _host(t, dtype=np.float64):
+    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dtype)
+
+
+class _Axial:
+    """What one call needs: the system (core geometry at the parameters' values), its
+    plan, and the per-view values when shifts make them differ from the core's."""
+
+    def __init__(self, system, col_dir, source_xy, center_col, shifted):
+        self.system = system
+        self.plan = make_plan(system.geometry, system.volume,
+                              fov_radius=system._projector_fov())
+        self.shifted = shifted
+        self.col_dir = _host(col_dir)
+        self.source_xy = _host(source_xy)
+        self.center_col = _host(center_col)
+        if shifted:
+            # The CPU kernels with per-view values: launch's own dispatch, on a plan
+            # whose views and detector centres are the shifted ones.
+            views = self.plan.views._replace(col_dir=self.col_dir, source_xy=self.source_xy)
+            self.shifted_plan = dataclasses.replace(self.plan, views=views,
+                                                    center_cols=self.center_col)
+
+    def apply(self, kind, x):
+        """``kind`` ("project" / "backproject") of the batch x (batch, *in_shape)."""
+        if not self.shifted:
+            return CTOperator(kind=kind, system=self.system)(x)
+        s = self.system
+        take, give = ((s.volume_shape, s.projection_shape) if kind == "project"
+                      else (s.projection_shape, s.volume_shape))
+        xs = x.detach().to("cpu", torch.float32).contiguous().reshape(-1, *take).numpy()
+        out = np.zeros((xs.shape[0], *give), dtype=np.float32)
+        run = launch.project if kind == "project" else launch.backproject
+        for b in range(xs.shape[0]):
+            run(self.shifted_plan, xs[b], out[b])
+        return torch.from_numpy(out).to(device=x.device, dtype=x.dtype).reshape(
+            *x.shape[:-3], *give)
+
+    def vjp(self, f, gbar):
+        s = self.system
+        fs = f.detach().to("cpu", torch.float32).contiguous().reshape(-1, *s.volume_shape)
+        gs = gbar.detach().to("cpu", torch.float32).contiguous().reshape(
+            -1, *s.projection_shape)
+        return plan_geometry_vjp(self.plan, fs.numpy(), gs.numpy(), col_dir=self.col_dir,
+                                 source_xy=self.source_xy, center_col=self.center_col)
+
+
+class AxialOperator(torch.autograd.Function):
+    """``P(θ) x`` (``kind="project"``) or ``Pᵀ(θ) x`` (``"backproject"``) of a parallel or
+    fan beam whose per-view quantities (:func:`axial_views`) are tensors. Backward: the
+    other operator on the upstream gradient for x, and for θ the projector's geometry VJP
+    with (f, ḡ) = (x, upstream) for P and (upstream, x) for Pᵀ
+    (⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩)."""
+
+    @staticmethod
+    def forward(ctx, x, col_dir, source_xy, center_col, sdd, op, kind):
+        ctx.op, ctx.kind = op, kind
+        ctx.save_for_backward(x, col_dir, source_xy, center_col, sdd)
+        return op.apply(kind, x)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, upstream):
+        x, *tensors = ctx.saved_tensors
+        project = ctx.kind == "project"
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            grad_x = ctx.op.apply("backproject" if project else "project",
+                                  upstream.contiguous())
+        grads = [None] * 4
+        if any(ctx.needs_input_grad[1:5]):
+            f, gbar = (x, upstream) if project else (upstream, x)
+            result = ctx.op.vjp(f, gbar)
+            grads = [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
+                     for g, t, need in zip(result, tensors, ctx.needs_input_grad[1:5])]
+        return (grad_x, *grads, None, None)
+
+
+def axial_apply(x, params, system, kind):
+    """``kind`` ("project" / "backproject") of the batch ``x`` through the parallel or fan
+    beam of ``system`` with its parameters replaced by ``params`` (named as
+    :data:`PARALLEL_NAMES` / :data:`FAN_NAMES`), differentiable in x and in the
+    parameters. ``system`` is the facade's :class:`leap.system.CTSystem` (volume, field of
+    view, devices are taken from it)."""
+    base = system.geometry
+    fan = isinstance(base, FanBeam)
+    if not fan and not isinstance(base, ParallelBeam):
+        raise ValueError(f"axial_apply takes parallel and fan beams, not {type(base).__name__}")
+    det = base.detector
+    col_dir, source_xy, center_col, sdd = axial_views(params, fan=fan,
+                                                      pixel_width=det.pixel_width)
+    geometry = core_geometry(params, det, fan)
+    shifted = bool((params["shifts"] != 0).any())
+    op = _Axial(system.with_changes(geometry=geometry), col_dir, source_xy, center_col,
+                shifted)
+    return AxialOperator.apply(x, col_dir, source_xy, center_col, sdd, op, kind)
