@@ -45,14 +45,7 @@ STEP, LEVER = 2e-4, 20.0
 ANGLES = np.array([0.15, 1.45, 1.75, 3.0])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Tiny problems: one thread is faster than a parallel launch."""
-    import numba
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def _rotation(axis, angle):

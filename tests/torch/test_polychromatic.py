@@ -29,13 +29,7 @@ MU = [[0.3756, 0.2683, 0.2269, 0.1929, 0.1707],
 SPECTRUM = [0.6, 1.0, 0.9, 0.5, 0.2]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    import numba
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def make_projector(kind="cone"):

@@ -43,15 +43,7 @@ MAPS = {
 GRADCHECK = dict(eps=1e-1, atol=1e-3, rtol=1e-3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """These geometries are tiny: a parallel launch costs more than it saves, and on a
-    loaded machine waiting for a second thread can cost milliseconds per call."""
-    import numba
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def make(kind, cls=Projector, nangles=4, nrows=2, ncols=5, **flags):
