@@ -62,6 +62,26 @@ def slice_mode(col_dir, source_z, model, magnify_z, nz, nrows, z0, voxel_height,
 
 
 @numba.njit(**INLINE)
+def slice_row_ranges(fs, x0, y0, voxel_width, fov_r2):
+    """Each voxel row's voxels ``los[iy] <= ix < his[iy]`` that a single-slice projector
+    visits: those inside the field of view (:func:`fov_ix_range`), without the zeros at
+    either end (they add nothing: a phantom in air costs in proportion to what is not
+    air). fs : (ny, nx) the slice; returns two (ny,) int64 arrays."""
+    ny, nx = fs.shape
+    los = np.empty(ny, dtype=np.int64)
+    his = np.empty(ny, dtype=np.int64)
+    for iy in range(ny):
+        lo, hi = fov_ix_range(y0 + iy * voxel_width, x0, voxel_width, nx, fov_r2)
+        while lo < hi and fs[iy, lo] == 0.0:
+            lo += 1
+        while hi > lo and fs[iy, hi - 1] == 0.0:
+            hi -= 1
+        los[iy] = lo
+        his[iy] = hi
+    return los, his
+
+
+@numba.njit(**INLINE)
 def store_slice_rows(f, slab, ks, r0, nr):
     """Write a single-slice back-projector's block of voxel rows, ``slab[:nr]`` (rows
     ``r0 .. r0 + nr``, float64), into slice ``ks`` of f (nz, ny, nx) float32, and zeros
@@ -93,9 +113,10 @@ def slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col, ncols, F,
 
 @numba.njit(**FAST_JIT)
 def project_view_slice(fs, ga, cx, cy, js, X, y0, voxel_width, pixel_width, center_col,
-                       fov_r2, rf):
+                       los, his, rf):
     """One view of the single-slice parallel projector of the slice ``fs`` (ny, nx)
-    into ``ga`` (nrows, ncols); X : (nx,) voxel x centres, mm.
+    into ``ga`` (nrows, ncols); X : (nx,) voxel x centres, mm; los, his : each row's
+    voxels (:func:`slice_row_ranges`).
 
     Per voxel row the taps and their weighted values are computed in vectorised loops;
     the scatter then alternates between four copies of the view's row (a few KiB), so
@@ -109,14 +130,14 @@ def project_view_slice(fs, ga, cx, cy, js, X, y0, voxel_width, pixel_width, cent
     F = np.empty(nx, dtype=np.int32)
     W0 = np.empty(nx, dtype=np.float64)
     W1 = np.empty(nx, dtype=np.float64)
-    x0 = X[0]
     cxp, cyp, half_p, weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
     one = np.uintp(1)
     for iy in range(ny):
-        y = y0 + iy * voxel_width
-        lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
+        lo = los[iy]
+        hi = his[iy]
         if lo >= hi:
             continue
+        y = y0 + iy * voxel_width
         slice_row_taps(X, y, lo, hi, cxp, cyp, half_p, weight, center_col, ncols, F, W0, W1)
         row = fs[iy]
         base = np.uintp(lo)
@@ -157,9 +178,10 @@ def _project_views(f, g, col_dir, ks, js, x0, y0, voxel_width, pixel_width, cent
     """Views ``a = start, start + step, …`` of :func:`project`."""
     X = x0 + np.arange(f.shape[2]) * voxel_width
     fs = f[ks]
+    los, his = slice_row_ranges(fs, x0, y0, voxel_width, fov_r2)
     for a in range(start, g.shape[0], step):
         project_view_slice(fs, g[a], col_dir[a, 0], col_dir[a, 1], js, X, y0, voxel_width,
-                           pixel_width, center_col[a], fov_r2, rf)
+                           pixel_width, center_col[a], los, his, rf)
 
 
 def backproject_slice(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,

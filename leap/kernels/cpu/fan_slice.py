@@ -38,7 +38,7 @@ from ..footprints import FLAT
 from . import threads
 from ._jit import FAST_JIT, column_range, overlap, parallel_view_constants
 from .axial_direct import direct_footprint
-from .axial_slice import store_slice_rows
+from .axial_slice import slice_row_ranges, store_slice_rows
 from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, three_tap
 
 #: Voxel rows per work item of the back-projector: each view's row of the projections is
@@ -183,18 +183,7 @@ def _project_views(f, g, col_dir, source_xy, sdd, sod, pitch, model, ks, js, x0,
     one = np.uintp(1)
     two = np.uintp(2)
     rf = row_factor[js]
-    # Each voxel row's voxels inside the field of view, without the zeros at either end
-    # (they add nothing): a phantom in air costs in proportion to what is not air.
-    los = np.empty(ny, dtype=np.int64)
-    his = np.empty(ny, dtype=np.int64)
-    for iy in range(ny):
-        lo, hi = fov_ix_range(y0 + iy * voxel_width, x0, voxel_width, nx, fov_r2)
-        while lo < hi and f[ks, iy, lo] == 0.0:
-            lo += 1
-        while hi > lo and f[ks, iy, hi - 1] == 0.0:
-            hi -= 1
-        los[iy] = lo
-        his[iy] = hi
+    los, his = slice_row_ranges(f[ks], x0, y0, voxel_width, fov_r2)
     for a in range(start, na, step):
         for i in range(4 * L):
             acc[i] = 0.0
