@@ -3,7 +3,7 @@
 leap's kernels are Numba functions compiled on their first call and kept in Numba's
 on-disk cache (next to the package, or in ``NUMBA_CACHE_DIR``). In a fresh environment
 (a new Docker image, CI job or Colab runtime) the first projection and FBP of a geometry
-family therefore wait for compilation (a cone beam's first projection and FBP about 14 s
+family therefore wait for compilation (a cone beam's first projection and FBP about 16 s
 on 2 cores, ``benchmarks/bench_cold_start.py``); later processes load the cache in a
 fraction of a second. Nothing is compiled at import. Running this module once, where
 the cache will persist (a ``RUN`` step of a Dockerfile, a CI cache, the first cell of a
