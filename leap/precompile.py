@@ -90,11 +90,17 @@ def precompile(families=FAMILIES) -> dict[str, float]:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m leap.precompile",
                                  description="Compile leap's CPU kernels into Numba's cache.")
-    ap.add_argument("families", nargs="*", default=list(FAMILIES), choices=FAMILIES,
-                    metavar="family", help=f"some of {', '.join(FAMILIES)} (default: all)")
+    # Names are checked here, not by argparse's choices: it checks what an empty nargs="*"
+    # positional gives (its default, or []) against the choices as one value, so a bare
+    # `python -m leap.precompile` failed.
+    ap.add_argument("families", nargs="*", metavar="family",
+                    help=f"some of {', '.join(FAMILIES)} (default: all)")
     args = ap.parse_args(argv)
+    unknown = [f for f in args.families if f not in FAMILIES]
+    if unknown:
+        ap.error(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}")
     total = 0.0
-    for name, s in precompile(args.families).items():
+    for name, s in precompile(args.families or FAMILIES).items():
         total += s
         print(f"{name:<12}{s:7.2f} s", flush=True)
     print(f"{'total':<12}{total:7.2f} s")

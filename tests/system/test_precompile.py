@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import leap.precompile as precompile_module
 from leap.precompile import FAMILIES, precompile
 
 LATER = r"""
@@ -58,3 +59,21 @@ def test_families_and_bad_names():
     assert set(FAMILIES) >= {"cone", "parallel", "fan", "parallel2d", "fan2d", "modular"}
     with pytest.raises(ValueError, match="unknown families.*'helix'"):
         precompile(["helix"])
+
+
+def test_the_command_line_defaults_to_every_family(monkeypatch, capsys):
+    """``python -m leap.precompile`` with no names compiles every family (argparse checked
+    a default list against the choices as one value, and a bare call failed)."""
+    seen = []
+
+    def record(families):
+        seen.append(tuple(families))
+        return dict.fromkeys(families, 0.0)
+
+    monkeypatch.setattr(precompile_module, "precompile", record)
+    precompile_module.main([])
+    precompile_module.main(["fan", "cone"])
+    assert seen == [tuple(FAMILIES), ("fan", "cone")]
+    assert capsys.readouterr().out.splitlines()[-1].startswith("total")
+    with pytest.raises(SystemExit):
+        precompile_module.main(["helix"])
