@@ -82,6 +82,19 @@ def slice_row_ranges(fs, x0, y0, voxel_width, fov_r2):
 
 
 @numba.njit(**INLINE)
+def start_slice_block(slab, los, his, r0, nr, x0, y0, voxel_width, fov_r2):
+    """Start a single-slice back-projector's block of voxel rows ``r0 .. r0 + nr``: zero
+    its accumulators ``slab[:nr]`` (ROW_BLOCK, nx) and set each row's voxels inside the
+    field of view, ``los[r] <= ix < his[r]`` (:func:`fov_ix_range`)."""
+    nx = slab.shape[1]
+    for r in range(nr):
+        for ix in range(nx):
+            slab[r, ix] = 0.0
+        los[r], his[r] = fov_ix_range(y0 + (r0 + r) * voxel_width, x0, voxel_width, nx,
+                                      fov_r2)
+
+
+@numba.njit(**INLINE)
 def store_slice_rows(f, slab, ks, r0, nr):
     """Write a single-slice back-projector's block of voxel rows, ``slab[:nr]`` (rows
     ``r0 .. r0 + nr``, float64), into slice ``ks`` of f (nz, ny, nx) float32, and zeros
@@ -216,11 +229,7 @@ def _backproject_blocks(G, f, col_dir, ks, js, x0, y0, voxel_width, pixel_width,
     for b in range(start, nblocks, step):
         r0 = b * ROW_BLOCK
         nr = min(ROW_BLOCK, ny - r0)
-        for r in range(nr):
-            for ix in range(nx):
-                slab[r, ix] = 0.0
-            los[r], his[r] = fov_ix_range(y0 + (r0 + r) * voxel_width, x0, voxel_width,
-                                           nx, fov_r2)
+        start_slice_block(slab, los, his, r0, nr, x0, y0, voxel_width, fov_r2)
         for a in range(na):
             cxp, cyp, half_p, weight = parallel_view_constants(col_dir[a, 0], col_dir[a, 1],
                                                                voxel_width, pixel_width)

@@ -38,8 +38,8 @@ from ..footprints import FLAT
 from . import threads
 from ._jit import FAST_JIT, column_range, overlap, parallel_view_constants
 from .axial_direct import direct_footprint
-from .axial_slice import slice_row_ranges, store_slice_rows
-from .columns import GUARD_HI, GUARD_LO, INLINE, fov_ix_range, three_tap
+from .axial_slice import slice_row_ranges, start_slice_block, store_slice_rows
+from .columns import GUARD_HI, GUARD_LO, INLINE, three_tap
 
 #: Voxel rows per work item of the back-projector: each view's row of the projections is
 #: copied out once for this many voxel rows.
@@ -114,21 +114,31 @@ def row_taps(values, X, lo, hi, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
 
 
 @numba.njit(**INLINE)
+def _wide_footprint(X, ix, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
+                    model, voxel_width, pixel_width, center_col, dist_sod, ncols):
+    """(c_lo, c_hi, weight, i0, i1) of voxel ix's footprint if :func:`row_taps` left it
+    out (its pixels ``i0..i1``, computed again by the same function), else ``i0 > i1``."""
+    c_lo, c_hi, weight = direct_footprint(
+        model, X[ix], y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
+        voxel_width, pixel_width, center_col, dist_sod, dist_sod > 0.0)
+    if weight == 0.0 or three_pixels(c_lo, c_hi, ncols):
+        return c_lo, c_hi, weight, 0, -1
+    i0, i1 = column_range(c_lo, c_hi, ncols)
+    return c_lo, c_hi, weight, i0, i1
+
+
+@numba.njit(**INLINE)
 def add_wide(values, X, lo, hi, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
              pitch, model, voxel_width, pixel_width, center_col, dist_sod, ncols, acc):
     """The projector's part of the footprints :func:`row_taps` left out: voxel values
-    ``values[ix]`` times overlap × weight into the guard-padded pixels of ``acc``
-    (footprints computed again, by the same function)."""
+    ``values[ix]`` times overlap × weight into the guard-padded pixels of ``acc``."""
     for ix in range(lo, hi):
         v = np.float64(values[ix])
         if v == 0.0:
             continue
-        c_lo, c_hi, weight = direct_footprint(
-            model, X[ix], y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-            voxel_width, pixel_width, center_col, dist_sod, dist_sod > 0.0)
-        if weight == 0.0 or three_pixels(c_lo, c_hi, ncols):
-            continue
-        i0, i1 = column_range(c_lo, c_hi, ncols)
+        c_lo, c_hi, weight, i0, i1 = _wide_footprint(
+            X, ix, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch, model,
+            voxel_width, pixel_width, center_col, dist_sod, ncols)
         for i in range(i0, i1 + 1):
             acc[i + GUARD_LO] += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * v
 
@@ -139,12 +149,11 @@ def gather_wide(X, lo, hi, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
     """Transpose of :func:`add_wide`: ``out[ix] += Σ_i overlap × weight × gv[i +
     GUARD_LO]`` for the footprints :func:`row_taps` left out."""
     for ix in range(lo, hi):
-        c_lo, c_hi, weight = direct_footprint(
-            model, X[ix], y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-            voxel_width, pixel_width, center_col, dist_sod, dist_sod > 0.0)
-        if weight == 0.0 or three_pixels(c_lo, c_hi, ncols):
+        c_lo, c_hi, weight, i0, i1 = _wide_footprint(
+            X, ix, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch, model,
+            voxel_width, pixel_width, center_col, dist_sod, ncols)
+        if i0 > i1:
             continue
-        i0, i1 = column_range(c_lo, c_hi, ncols)
         total = 0.0
         for i in range(i0, i1 + 1):
             total += overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * gv[i + GUARD_LO]
@@ -266,11 +275,7 @@ def _backproject_blocks(G, f, col_dir, source_xy, sdd, sod, pitch, model, ks, js
     for b in range(start, (ny + ROW_BLOCK - 1) // ROW_BLOCK, step):
         r0 = b * ROW_BLOCK
         nr = min(ROW_BLOCK, ny - r0)
-        for r in range(nr):
-            for ix in range(nx):
-                slab[r, ix] = 0.0
-            los[r], his[r] = fov_ix_range(y0 + (r0 + r) * voxel_width, x0, voxel_width, nx,
-                                          fov_r2)
+        start_slice_block(slab, los, his, r0, nr, x0, y0, voxel_width, fov_r2)
         for a in range(na):
             cx = col_dir[a, 0]
             cy = col_dir[a, 1]

@@ -111,14 +111,15 @@ def project(plan, f: np.ndarray, g: np.ndarray) -> np.ndarray:
         axial_slice.project(f, g, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                             s.pixel_width, center_col, fov_r2, plan.row_factor[js])
         return g
-    if ok and direct_rows(plan):
+    direct = direct_rows(plan)
+    if ok and direct:
         fan_slice.project(f, g, views.col_dir, views.source_xy, sdd, views.sod,
                           views.helical_pitch, views.column_model, ks, js, s.x0, s.y0,
                           s.voxel_width, s.pixel_width, center_col, fov_r2, plan.row_factor,
                           s.dist_sod)
         return g
     slabs = projection_slabs(f.shape)
-    if direct_rows(plan):
+    if direct:
         for iy0, iy1 in slabs:
             axial_direct.project(*columns.volume_z_columns(f, iy0, iy1), g, views.col_dir,
                                  views.source_xy, views.source_z, sdd, views.sod,
@@ -215,12 +216,13 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
         axial_slice.backproject_slice(G, f, views.col_dir, ks, js, s.x0, s.y0, s.voxel_width,
                                       s.pixel_width, center_col, fov_r2)
         return f
-    if ok and direct_rows(plan):
+    direct = direct_rows(plan)
+    if ok and direct:
         fan_slice.backproject(G, f, views.col_dir, views.source_xy, sdd, views.sod,
                               views.helical_pitch, views.column_model, ks, js, s.x0, s.y0,
                               s.voxel_width, s.pixel_width, center_col, fov_r2, s.dist_sod)
         return f
-    if direct_rows(plan):
+    if direct:
         axial_direct.backproject(G, f, views.col_dir, views.source_xy, views.source_z, sdd,
                                  views.sod, views.helical_pitch, views.column_model, fov_r2,
                                  s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
