@@ -20,8 +20,8 @@ only its component across the rays counts. There is no z shift and ``centerRow``
 a parameter: the VJP holds every voxel slice's detector rows fixed (no magnification along
 z, and no in-plane parameter moves them), and both would move them.
 
-``AxialOperator`` (a ``torch.autograd.Function``) projects and back-projects with these
-tensors: the forward is the facade's own operator on the core geometry built from the
+``leap.torch.geometry.GeometryOperator`` (the ``torch.autograd.Function`` the modular
+beams use too) projects and back-projects with these tensors (``_Axial``): the forward is the facade's own operator on the core geometry built from the
 parameters' current values (``leap.project``'s numbers) when every shift is 0, else the
 CPU axial kernels with the per-view values the core geometries cannot hold. The backward
 is the other operator for the data and the geometry VJP for the tensors. The VJP runs on
@@ -37,7 +37,6 @@ import dataclasses
 
 import numpy as np
 import torch
-from torch.autograd.function import once_differentiable
 
 from ..geometry import FanBeam, ParallelBeam
 from ..kernels.cpu import launch
@@ -45,6 +44,7 @@ from ..kernels.cpu.axial_view_vjp import plan_geometry_vjp
 from ..kernels.plan import make_plan
 from ._geometry_params import facade_values
 from ._operator import CTOperator
+from .geometry import GeometryOperator, _as_array, _as_samples
 
 __all__ = ["axial_views", "PARALLEL_NAMES", "FAN_NAMES", "axial_facade_parameters",
            "axial_apply"]
@@ -132,10 +132,6 @@ def core_geometry(params, detector, fan):
                    tau=value("tau"))
 
 
-def _host(t, dtype=np.float64):
-    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dtype)
-
-
 class _Axial:
     """What one call needs: the system (core geometry at the parameters' values), its
     plan, and the per-view values when shifts make them differ from the core's."""
@@ -145,9 +141,9 @@ class _Axial:
         self.plan = make_plan(system.geometry, system.volume,
                               fov_radius=system._projector_fov())
         self.shifted = shifted
-        self.col_dir = _host(col_dir)
-        self.source_xy = _host(source_xy)
-        self.center_col = _host(center_col)
+        self.col_dir = _as_array(col_dir)
+        self.source_xy = _as_array(source_xy)
+        self.center_col = _as_array(center_col)
         if shifted:
             # The CPU kernels with per-view values: launch's own dispatch, on a plan
             # whose views and detector centres are the shifted ones.
@@ -162,7 +158,7 @@ class _Axial:
         s = self.system
         take, give = ((s.volume_shape, s.projection_shape) if kind == "project"
                       else (s.projection_shape, s.volume_shape))
-        xs = x.detach().to("cpu", torch.float32).contiguous().reshape(-1, *take).numpy()
+        xs = _as_samples(x, take)
         out = np.zeros((xs.shape[0], *give), dtype=np.float32)
         run = launch.project if kind == "project" else launch.backproject
         for b in range(xs.shape[0]):
@@ -170,44 +166,15 @@ class _Axial:
         return torch.from_numpy(out).to(device=x.device, dtype=x.dtype).reshape(
             *x.shape[:-3], *give)
 
-    def vjp(self, f, gbar):
+    def vjp(self, f, gbar, tensors, needs):
+        """The geometry VJP (on the CPU) as tensors like ``tensors`` where ``needs``."""
         s = self.system
-        fs = f.detach().to("cpu", torch.float32).contiguous().reshape(-1, *s.volume_shape)
-        gs = gbar.detach().to("cpu", torch.float32).contiguous().reshape(
-            -1, *s.projection_shape)
-        return plan_geometry_vjp(self.plan, fs.numpy(), gs.numpy(), col_dir=self.col_dir,
-                                 source_xy=self.source_xy, center_col=self.center_col)
-
-
-class AxialOperator(torch.autograd.Function):
-    """``P(θ) x`` (``kind="project"``) or ``Pᵀ(θ) x`` (``"backproject"``) of a parallel or
-    fan beam whose per-view quantities (:func:`axial_views`) are tensors. Backward: the
-    other operator on the upstream gradient for x, and for θ the projector's geometry VJP
-    with (f, ḡ) = (x, upstream) for P and (upstream, x) for Pᵀ
-    (⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩)."""
-
-    @staticmethod
-    def forward(ctx, x, col_dir, source_xy, center_col, sdd, op, kind):
-        ctx.op, ctx.kind = op, kind
-        ctx.save_for_backward(x, col_dir, source_xy, center_col, sdd)
-        return op.apply(kind, x)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, upstream):
-        x, *tensors = ctx.saved_tensors
-        project = ctx.kind == "project"
-        grad_x = None
-        if ctx.needs_input_grad[0]:
-            grad_x = ctx.op.apply("backproject" if project else "project",
-                                  upstream.contiguous())
-        grads = [None] * 4
-        if any(ctx.needs_input_grad[1:5]):
-            f, gbar = (x, upstream) if project else (upstream, x)
-            result = ctx.op.vjp(f, gbar)
-            grads = [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
-                     for g, t, need in zip(result, tensors, ctx.needs_input_grad[1:5])]
-        return (grad_x, *grads, None, None)
+        result = plan_geometry_vjp(self.plan, _as_samples(f, s.volume_shape),
+                                   _as_samples(gbar, s.projection_shape),
+                                   col_dir=self.col_dir, source_xy=self.source_xy,
+                                   center_col=self.center_col)
+        return [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
+                for g, t, need in zip(result, tensors, needs)]
 
 
 def axial_apply(x, params, system, kind):
@@ -227,4 +194,4 @@ def axial_apply(x, params, system, kind):
     shifted = bool((params["shifts"] != 0).any())
     op = _Axial(system.with_changes(geometry=geometry), col_dir, source_xy, center_col,
                 shifted)
-    return AxialOperator.apply(x, col_dir, source_xy, center_col, sdd, op, kind)
+    return GeometryOperator.apply(x, col_dir, source_xy, center_col, sdd, op, kind)

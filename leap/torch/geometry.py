@@ -160,22 +160,21 @@ def _geometry_grads(system, raw, f, gbar, tensors, needs):
                  for g, t, need in zip(grads, tensors, needs))
 
 
-class _ModularOperator(torch.autograd.Function):
-    """``P(θ) x`` (``kind="project"``) or ``Pᵀ(θ) x`` (``"backproject"``). Backward: the
-    other one applied to the upstream gradient for x, and for θ the projector's geometry
-    VJP with (f, ḡ) = (x, upstream) for P and (upstream, x) for Pᵀ, since
-    ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩."""
+class GeometryOperator(torch.autograd.Function):
+    """``P(θ) x`` (``kind="project"``) or ``Pᵀ(θ) x`` (``"backproject"``) for a geometry
+    given as four tensors θ, through ``op``: ``op.apply(kind, x)`` computes the operator,
+    ``op.vjp(f, gbar, tensors, needs)`` the geometry's vector–Jacobian product (a tensor
+    like each of the four that ``needs`` marks, None for the others). Backward: the other
+    operator applied to the upstream gradient for x, and for θ the VJP with (f, ḡ) = (x,
+    upstream) for P and (upstream, x) for Pᵀ, since ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩. Serves
+    modular beams (:class:`_Modular`) and parallel/fan beams
+    (``leap.torch._axial_params``)."""
 
     @staticmethod
-    def forward(ctx, x, sources, centers, rows, cols, spec, kind):
-        system, raw = _build((sources, centers, rows, cols), *spec)
-        if kind == "project":
-            _check_data(x, "f", system.volume_shape, "(num_z, num_y, num_x)")
-        else:
-            _check_data(x, "g", system.projection_shape, "(num_views, num_rows, num_cols)")
-        ctx.system, ctx.raw, ctx.kind = system, raw, kind
-        ctx.save_for_backward(x, sources, centers, rows, cols)
-        return CTOperator(kind=kind, system=system)(x)
+    def forward(ctx, x, t0, t1, t2, t3, op, kind):
+        ctx.op, ctx.kind = op, kind
+        ctx.save_for_backward(x, t0, t1, t2, t3)
+        return op.apply(kind, x)
 
     @staticmethod
     @once_differentiable
@@ -184,11 +183,37 @@ class _ModularOperator(torch.autograd.Function):
         project = ctx.kind == "project"
         grad_x = None
         if ctx.needs_input_grad[0]:
-            grad_x = CTOperator(kind="backproject" if project else "project",
-                                system=ctx.system)(upstream.contiguous())
-        f, gbar = (x, upstream) if project else (upstream, x)
-        grads = _geometry_grads(ctx.system, ctx.raw, f, gbar, tensors, ctx.needs_input_grad[1:5])
+            grad_x = ctx.op.apply("backproject" if project else "project",
+                                  upstream.contiguous())
+        grads = (None,) * 4
+        needs = ctx.needs_input_grad[1:5]
+        if any(needs):
+            f, gbar = (x, upstream) if project else (upstream, x)
+            grads = ctx.op.vjp(f, gbar, tensors, needs)
         return (grad_x, *grads, None, None)
+
+
+class _Modular:
+    """The modular beam of four geometry tensors, for :class:`GeometryOperator`."""
+
+    def __init__(self, tensors, spec):
+        self.system, self.raw = _build(tensors, *spec)
+
+    def apply(self, kind, x):
+        return CTOperator(kind=kind, system=self.system)(x)
+
+    def vjp(self, f, gbar, tensors, needs):
+        return _geometry_grads(self.system, self.raw, f, gbar, tensors, needs)
+
+
+def _modular_apply(x, tensors, spec, kind):
+    """:class:`GeometryOperator` of the modular beam ``tensors`` on x (checked)."""
+    op = _Modular(tensors, spec)
+    if kind == "project":
+        _check_data(x, "f", op.system.volume_shape, "(num_z, num_y, num_x)")
+    else:
+        _check_data(x, "g", op.system.projection_shape, "(num_views, num_rows, num_cols)")
+    return GeometryOperator.apply(x, *tensors, op, kind)
 
 
 def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
@@ -230,8 +255,7 @@ def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, 
         orthogonal, a source in its module's plane).
     """
     spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
-    return _ModularOperator.apply(f, sources, centers, row_vectors, col_vectors, spec,
-                                  "project")
+    return _modular_apply(f, (sources, centers, row_vectors, col_vectors), spec, "project")
 
 
 def modular_backproject(g, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,
@@ -248,5 +272,5 @@ def modular_backproject(g, sources, centers, row_vectors, col_vectors, *, num_ro
     projections ``g``, summed over the batch.
     """
     spec = (num_rows, num_cols, pixel_height, pixel_width, volume)
-    return _ModularOperator.apply(g, sources, centers, row_vectors, col_vectors, spec,
-                                  "backproject")
+    return _modular_apply(g, (sources, centers, row_vectors, col_vectors), spec,
+                          "backproject")
