@@ -48,6 +48,38 @@ def one_numba_thread():
     numba.set_num_threads(n)
 
 
+def axial_model_loss(f, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, vol, det):
+    """float64 ``Σ ḡ·P f`` of the axial footprint model without z magnification (parallel
+    and fan beams), from the plain-Python footprint functions column by column: the
+    oracle of the parallel/fan geometry gradients. f (nb, nz, ny, nx), gbar (nb, na,
+    nrows, ncols); per-view col_dir, source_xy (na, 2), center_col, sdd (na,)."""
+    from leap.kernels import footprints as fp
+    from leap.kernels.cpu.axial_view_vjp import row_weights
+    nrows, ncols = gbar.shape[2:]
+    W, _ = row_weights(vol.num_z, nrows, vol.z0, vol.voxel_height, det.pixel_height,
+                       det.center_row)
+    F = np.einsum("jk,bkyx->byxj", W, np.asarray(f, dtype=np.float64))
+    # H[a, y, x, i] = Σ_b Σ_j F ḡ
+    Hs = np.einsum("byxj,baji->ayxi", F, np.asarray(gbar, dtype=np.float64))
+    total = 0.0
+    for a in range(gbar.shape[1]):
+        for iy in range(vol.num_y):
+            y = vol.y0 + iy * vol.voxel_width
+            for ix in range(vol.num_x):
+                x = vol.x0 + ix * vol.voxel_width
+                if x * x + y * y > fov_r2:
+                    continue
+                c_lo, c_hi, w, dist = fp.axial_column_footprint(
+                    x, y, col_dir[a, 0], col_dir[a, 1], source_xy[a, 0], source_xy[a, 1],
+                    sdd[a], model, vol.voxel_width, det.pixel_width, center_col[a], 0.0, 0.0)
+                if not dist > 0:
+                    continue
+                i0, i1 = fp.column_range(c_lo, c_hi, ncols)
+                for i in range(i0, i1 + 1):
+                    total += w * fp.overlap(c_lo, c_hi, i - 0.5, i + 0.5) * Hs[a, iy, ix, i]
+    return total
+
+
 def analytic_and_central_difference(p, d, h, loss):
     """(⟨p.grad, d⟩, (loss() at p + h·d − loss() at p − h·d) / 2h) for a torch parameter p
     whose ``grad`` a backward pass of the same loss has set; p is restored."""

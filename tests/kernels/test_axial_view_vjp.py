@@ -1,7 +1,7 @@
 """The parallel/fan geometry VJP (``leap.kernels.cpu.axial_view_vjp``) against central
 differences of a float64 evaluation of the same model (issue 35).
 
-The reference :func:`model_loss` evaluates ``L = Σ ḡ·P(θ) f`` in float64 with the
+The reference ``conftest.axial_model_loss`` evaluates ``L = Σ ḡ·P(θ) f`` in float64 with the
 plain-Python footprint functions (``leap.kernels.footprints``), column by column, exactly
 the model the kernels compute; its agreement with ``leap.project`` (float32) is checked
 first. The differences use a step of 1e-6 (mm, or pixels for the detector centre) on
@@ -12,42 +12,14 @@ fails it by orders of magnitude.
 """
 import numpy as np
 import pytest
+from conftest import axial_model_loss
 
 import leap
-from leap.kernels import footprints as fp
 from leap.kernels.cpu import axial_view_vjp as avjp
 from leap.kernels.plan import make_plan
 
 TOL = 1e-6
 H = 1e-6
-
-
-def model_loss(f, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, vol, det):
-    """float64 ``Σ ḡ·P f`` of the axial model without z magnification."""
-    na, nrows, ncols = gbar.shape[1:]
-    W, _ = avjp.row_weights(vol.num_z, nrows, vol.z0, vol.voxel_height, det.pixel_height,
-                            det.center_row)
-    F = np.einsum("jk,bkyx->byxj", W, f.astype(np.float64))
-    # H[b, a, y, x, i] = Σ_j F ḡ
-    Hs = np.einsum("byxj,baji->ayxi", F, gbar.astype(np.float64))
-    total = 0.0
-    for a in range(na):
-        cx, cy = col_dir[a]
-        for iy in range(vol.num_y):
-            y = vol.y0 + iy * vol.voxel_width
-            for ix in range(vol.num_x):
-                x = vol.x0 + ix * vol.voxel_width
-                if x * x + y * y > fov_r2:
-                    continue
-                c_lo, c_hi, w, dist = fp.axial_column_footprint(
-                    x, y, cx, cy, source_xy[a, 0], source_xy[a, 1], sdd[a], model,
-                    vol.voxel_width, det.pixel_width, center_col[a], 0.0, 0.0)
-                if not dist > 0:
-                    continue
-                i0, i1 = fp.column_range(c_lo, c_hi, ncols)
-                for i in range(i0, i1 + 1):
-                    total += w * fp.overlap(c_lo, c_hi, i - 0.5, i + 0.5) * Hs[a, iy, ix, i]
-    return total
 
 
 def case(kind, rng, nz=3, nrows=None, nb=2):
@@ -83,8 +55,8 @@ def state(geo, vol):
 
 
 def loss_of(st, f, gbar, vol, det):
-    return model_loss(f, gbar, st["col_dir"], st["source_xy"], st["center_col"], st["sdd"],
-                      st["model"], st["fov_r2"], vol, det)
+    return axial_model_loss(f, gbar, st["col_dir"], st["source_xy"], st["center_col"],
+                            st["sdd"], st["model"], st["fov_r2"], vol, det)
 
 
 def analytic(st, f, gbar, vol, det):

@@ -16,13 +16,11 @@ import time
 
 import numpy as np
 import pytest
-from conftest import analytic_and_central_difference
+from conftest import analytic_and_central_difference, axial_model_loss
 
 torch = pytest.importorskip("torch")
 
 from leap.geometry import FanBeam  # noqa: E402
-from leap.kernels import footprints as fp  # noqa: E402
-from leap.kernels.cpu import axial_view_vjp as avjp  # noqa: E402
 from leap.kernels.plan import make_plan  # noqa: E402
 from leap.torch import Projector  # noqa: E402
 from leap.torch import _axial_params as ap  # noqa: E402
@@ -274,37 +272,16 @@ def test_backprojector_geometry_gradient(case, name):
 
 # ------------------------------------------- against a float64 evaluation of the model
 def model_loss(proj, params, f, gbar, pixel_width=None):
-    """float64 ``⟨P(θ(params)) f, ḡ⟩`` of the footprint model (the plain-Python
-    footprint functions, column by column, as ``tests/kernels/test_axial_view_vjp.py``),
-    the field of view held at the facade's."""
+    """float64 ``⟨P(θ(params)) f, ḡ⟩`` of the footprint model (``conftest.axial_model_loss``,
+    as ``tests/kernels/test_axial_view_vjp.py``), the field of view held at the facade's."""
     lc = proj.leapct
     geo, vol = lc.core_geometry(), lc.core_volume()
     det = geo.detector
     plan = make_plan(geo, vol)
     col, src, cc, sdd = (t.detach().numpy() for t in ap.axial_views(
         params, fan=isinstance(geo, FanBeam), pixel_width=pixel_width or det.pixel_width))
-    nrows, ncols = det.num_rows, det.num_cols
-    W, _ = avjp.row_weights(vol.num_z, nrows, vol.z0, vol.voxel_height, det.pixel_height,
-                            det.center_row)
-    F = np.einsum("jk,kyx->yxj", W, f[0].double().numpy())
-    Hs = np.einsum("yxj,aji->ayxi", F, gbar[0].numpy())
-    total = 0.0
-    for a in range(col.shape[0]):
-        for iy in range(vol.num_y):
-            y = vol.y0 + iy * vol.voxel_width
-            for ix in range(vol.num_x):
-                x = vol.x0 + ix * vol.voxel_width
-                if x * x + y * y > plan.fov_r2 or not F[iy, ix].any():
-                    continue
-                c_lo, c_hi, w, dist = fp.axial_column_footprint(
-                    x, y, col[a, 0], col[a, 1], src[a, 0], src[a, 1], sdd[a],
-                    plan.views.column_model, vol.voxel_width, det.pixel_width, cc[a], 0.0, 0.0)
-                if not dist > 0:
-                    continue
-                i0, i1 = fp.column_range(c_lo, c_hi, ncols)
-                for i in range(i0, i1 + 1):
-                    total += w * fp.overlap(c_lo, c_hi, i - 0.5, i + 0.5) * Hs[a, iy, ix, i]
-    return total
+    return axial_model_loss(f.double().numpy(), gbar.double().numpy(), col, src, cc, sdd,
+                            plan.views.column_model, plan.fov_r2, vol, det)
 
 
 def _float64_check(case, pixel_width=None):
