@@ -439,7 +439,7 @@ class Projector(BaseProjector):
         lc.set_fanbeam(*dims, center_row, center_col, phis, float(v["sod"]), float(v["sdd"]),
                        float(v["tau"]))
         if curved:   # set_fanbeam makes the detector flat
-            lc._set_geometry(dict(lc._need_geometry(), detectorType="curved"))
+            lc._update(detectorType="curved")
 
     def _run_parametric(self, input, params):
         system = self.leapct.system
