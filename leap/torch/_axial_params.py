@@ -133,23 +133,20 @@ def core_geometry(params, detector, fan):
 
 
 class _Axial:
-    """What one call needs: the system (core geometry at the parameters' values), its
-    plan, and the per-view values when shifts make them differ from the core's."""
+    """What one call needs: the system (core geometry at the parameters' values) and a
+    plan of it with the per-view values the tensors give (``view_plan``)."""
 
     def __init__(self, system, col_dir, source_xy, center_col, shifted):
         self.system = system
-        self.plan = make_plan(system.geometry, system.volume,
-                              fov_radius=system._projector_fov())
+        plan = make_plan(system.geometry, system.volume, fov_radius=system._projector_fov())
         self.shifted = shifted
-        self.col_dir = _as_array(col_dir)
-        self.source_xy = _as_array(source_xy)
-        self.center_col = _as_array(center_col)
-        if shifted:
-            # The CPU kernels with per-view values: launch's own dispatch, on a plan
-            # whose views and detector centres are the shifted ones.
-            views = self.plan.views._replace(col_dir=self.col_dir, source_xy=self.source_xy)
-            self.shifted_plan = dataclasses.replace(self.plan, views=views,
-                                                    center_cols=self.center_col)
+        # The per-view values as the tensors give them: where shifts make them differ
+        # from the core geometry's, the CPU kernels run on this plan (launch's own
+        # dispatch); the VJP is always evaluated at them.
+        views = plan.views._replace(col_dir=_as_array(col_dir),
+                                    source_xy=_as_array(source_xy))
+        self.view_plan = dataclasses.replace(plan, views=views,
+                                             center_cols=_as_array(center_col))
 
     def apply(self, kind, x):
         """``kind`` ("project" / "backproject") of the batch x (batch, *in_shape)."""
@@ -162,17 +159,15 @@ class _Axial:
         out = np.zeros((xs.shape[0], *give), dtype=np.float32)
         run = launch.project if kind == "project" else launch.backproject
         for b in range(xs.shape[0]):
-            run(self.shifted_plan, xs[b], out[b])
+            run(self.view_plan, xs[b], out[b])
         return torch.from_numpy(out).to(device=x.device, dtype=x.dtype).reshape(
             *x.shape[:-3], *give)
 
     def vjp(self, f, gbar, tensors, needs):
         """The geometry VJP (on the CPU) as tensors like ``tensors`` where ``needs``."""
         s = self.system
-        result = plan_geometry_vjp(self.plan, _as_samples(f, s.volume_shape),
-                                   _as_samples(gbar, s.projection_shape),
-                                   col_dir=self.col_dir, source_xy=self.source_xy,
-                                   center_col=self.center_col)
+        result = plan_geometry_vjp(self.view_plan, _as_samples(f, s.volume_shape),
+                                   _as_samples(gbar, s.projection_shape))
         return [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
                 for g, t, need in zip(result, tensors, needs)]
 

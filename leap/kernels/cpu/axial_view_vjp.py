@@ -544,10 +544,10 @@ def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov
     return d_col, d_src, d_cc, d_sdd
 
 
-def plan_geometry_vjp(plan, f, gbar, *, col_dir=None, source_xy=None, center_col=None):
+def plan_geometry_vjp(plan, f, gbar):
     """:func:`geometry_vjp` for a plan (``leap.kernels.plan.make_plan``) of a parallel or
-    fan beam; ``col_dir``, ``source_xy`` (na, 2) and ``center_col`` (na,) replace the
-    plan's where given (per-view values the core geometries cannot hold). Returns what
+    fan beam, at its views' ``col_dir`` and ``source_xy`` and its per-view detector
+    centres (``plan.center_cols``, else the detector's). Returns what
     :func:`geometry_vjp` returns.
 
     Raises
@@ -565,9 +565,9 @@ def plan_geometry_vjp(plan, f, gbar, *, col_dir=None, source_xy=None, center_col
                          "beams (no z magnification, no FBP weights)")
     s = plan.scalars()
     na = views.col_dir.shape[0]
+    center_col = (np.full(na, float(s.center_col)) if plan.center_cols is None
+                  else plan.center_cols)
     return geometry_vjp(
-        f, gbar, views.col_dir if col_dir is None else col_dir,
-        views.source_xy if source_xy is None else source_xy,
-        np.full(na, float(s.center_col)) if center_col is None else center_col,
+        f, gbar, views.col_dir, views.source_xy, center_col,
         np.full(na, float(views.sdd)), views.column_model, s.fov_r2, s.x0, s.y0, s.z0,
         s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height, s.center_row)
