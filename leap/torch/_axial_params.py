@@ -49,7 +49,7 @@ from .geometry import GeometryOperator, _as_array, _as_samples
 __all__ = ["axial_views", "PARALLEL_NAMES", "FAN_NAMES", "axial_facade_parameters",
            "axial_apply"]
 
-#: The names of :meth:`leap.torch.Projector.geometry_parameters` for each geometry.
+#: The names of :meth:`~leap.torch._trainable.TrainableGeometry.geometry_parameters` for each geometry.
 PARALLEL_NAMES = ("phis", "centerCol", "shifts")
 #: The names for fan beams.
 FAN_NAMES = ("phis", "centerCol", "tau", "sod", "sdd", "shifts")

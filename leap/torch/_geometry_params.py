@@ -113,7 +113,7 @@ def cone_beam_modular(angles, *, num_rows, num_cols, pixel_height, pixel_width, 
     return sources, centers, rows, cols
 
 
-#: The names of :meth:`leap.torch.Projector.geometry_parameters`, in order.
+#: The names of :meth:`~leap.torch._trainable.TrainableGeometry.geometry_parameters`, in order.
 PARAMETER_NAMES = ("phis", "centerRow", "centerCol", "tau", "tiltAngle", "sod", "sdd",
                    "helicalPitch", "shifts")
 

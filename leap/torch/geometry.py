@@ -34,7 +34,7 @@ Gradients are first-order (``once_differentiable``): a second derivative raises.
 :func:`cone_beam_modular` builds the four tensors from standard cone-beam parameters
 (tensors: angles, detector offsets, tau, tilt, sod, sdd, helical pitch, per-view object
 shifts) with the formulas of :meth:`leap.geometry.ConeBeam.to_modular`, so gradients reach
-those parameters too; :meth:`leap.torch.Projector.geometry_parameters` does this for a
+those parameters too; :meth:`~leap.torch._trainable.TrainableGeometry.geometry_parameters` does this for a
 module's cone-beam geometry.
 """
 from __future__ import annotations
