@@ -47,13 +47,61 @@ import math
 import numba
 import numpy as np
 
+from ..footprints import FLAT
 from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
-from .columns import (GUARD_HI, GUARD_LO, add_differences, add_differences2,
+from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2,
                       add_weighted_differences, column_length, combine_columns, cumulative_at,
                       fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors, squared_heights,
                       store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap,
                       voxel_stretch, weighted_increments)
+
+
+# --------------------------------------------------------------------------------------
+# Footprints a row of voxel columns at a time.
+
+@numba.njit(**INLINE)
+def _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
+                   pitch, model, voxel_width, pixel_width, center_col, ox, oy, dist_sod,
+                   distance_weight):
+    """The loop of :func:`row_footprints` for one ``model`` and ``distance_weight``."""
+    c_lo_row, c_hi_row, weight_row, dist_row, dz_row = fp[0], fp[1], fp[2], fp[3], fp[4]
+    for ix in range(lo, hi):
+        x = x0 + ix * voxel_width
+        c_lo, c_hi, weight, dist, dz = axial_footprint(
+            model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
+            voxel_width, pixel_width, center_col, ox, oy)
+        if distance_weight:
+            weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+        j = np.uintp(ix)
+        c_lo_row[j] = c_lo
+        c_hi_row[j] = c_hi
+        weight_row[j] = weight
+        dist_row[j] = dist
+        dz_row[j] = dz
+
+
+@numba.njit(**INLINE)
+def row_footprints(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod,
+                   pitch, model, voxel_width, pixel_width, center_col, ox, oy, dist_sod):
+    """``fp[:, ix] = (c_lo, c_hi, weight, dist, dz)`` of the voxel columns ``lo <= ix < hi``
+    of the row at y, one view (:func:`~leap.kernels.cpu._jit.axial_footprint`, the weight
+    times FBP's distance weight when ``dist_sod > 0``); fp : (5, >= hi) float64.
+
+    As for the direct-row kernels (``axial_direct.direct_footprints``): in a loop of their
+    own the footprints of neighbouring columns overlap (divisions, square roots) instead of
+    each waiting behind the previous column's interpolations, and for the flat cone beam
+    without FBP weight or focal offsets (the model a constant here) LLVM vectorises the
+    loop. Cone projection 0.47 → 0.42 s at 128³ (one thread); bit for bit the same values.
+    """
+    if model == FLAT and not dist_sod > 0.0 and ox == 0.0 and oy == 0.0:
+        _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+                       sod, pitch, np.int64(FLAT), voxel_width, pixel_width, center_col, 0.0,
+                       0.0, dist_sod, False)
+    else:
+        _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
+                       sod, pitch, model, voxel_width, pixel_width, center_col, ox, oy,
+                       dist_sod, dist_sod > 0.0)
 
 
 # --------------------------------------------------------------------------------------
@@ -100,6 +148,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), dtype=np.float64)
     E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
     stride = acc.shape[1]
+    fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Sf = S.reshape(-1)
     accf = acc.reshape(-1)
@@ -127,19 +176,17 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
         for iy in range(ny):
             y = y0 + (iy0 + iy) * voxel_width
             lo, hi = fov_ix_range(y, x0, voxel_width, nx, fov_r2)
+            row_footprints(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                           sdd, sod, pitch, model, voxel_width, pixel_width, center_col, ox,
+                           oy, dist_sod)
             for ix in range(lo, hi):
                 k_first = extent[iy, ix, 0]
                 k_last = extent[iy, ix, 1]
-                if k_last < k_first:
+                dist = fp[3, ix]
+                if k_last < k_first or dist <= 0.0:
                     continue
                 x = x0 + ix * voxel_width
-                c_lo, c_hi, weight, dist, dz = axial_footprint(
-                    model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd, sod, pitch,
-                    voxel_width, pixel_width, center_col, ox, oy)
-                if dist <= 0.0:
-                    continue
-                if dist_sod > 0.0:
-                    weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+                c_lo, c_hi, weight, dz = fp[0, ix], fp[1, ix], fp[2, ix], fp[4, ix]
                 cum = (iy * nx + ix) * nz1
                 if magnify_z:
                     A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
@@ -160,9 +207,9 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                     weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
                                         W)
                     prefix_sum(W, nz, cumw)
-                    cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                    cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
                 else:
-                    cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, 1.0, E)
+                    cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
                 if two_pixels(c_lo, c_hi):
                     fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                     w0 = o0 * weight * B
@@ -243,6 +290,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
     block = np.empty(t * t * nz, dtype=np.float64)
     E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
+    fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
     for tile in range(start, nty * ntx, step):
@@ -282,16 +330,15 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                 ga = a * L * stride
                 for r in range(ty):
                     y = y0 + (iy0 + r) * voxel_width
+                    row_footprints(fp, lo[r], hi[r], x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
+                                   par_weight, sdd_a, sod, pitch, model, voxel_width,
+                                   pixel_width, ccol, ox, oy, dist_sod)
                     for ix in range(lo[r], hi[r]):
-                        x = x0 + ix * voxel_width
-                        c_lo, c_hi, weight, dist, dz = axial_footprint(
-                            model, x, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd_a, sod,
-                            pitch, voxel_width, pixel_width, ccol, ox, oy)
+                        dist = fp[3, ix]
                         if dist <= 0.0:
                             continue
-                        if dist_sod > 0.0:
-                            # FBP's distance weight (fan, cone-parallel).
-                            weight *= fbp_distance_weight(model, dist_sod, x, y, cx, cy, dist)
+                        c_lo, c_hi, weight, dz = fp[0, ix], fp[1, ix], fp[2, ix], fp[4, ix]
+                        x = x0 + ix * voxel_width
                         col = (r * tx + ix - ix0) * nz
                         if magnify_z:
                             A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd_a,
@@ -335,7 +382,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                 w2 = 0.0
                             combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride, w0, w1, w2,
                                             nrows, A + 0.5, B, kb0, kb1, Gc)
-                            cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, 1.0, E)
+                            cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, E)
                             if slice_w is not None:
                                 add_weighted_differences(E, kb0, kb1, wk, sf, col)
                             else:

@@ -25,7 +25,8 @@ which are contiguous in the (column, row) view buffer (:func:`add_differences2`)
 back-projector first weights its two taps' cumulative sums into one
 (:func:`combine_columns`), then interpolates once per voxel boundary. The difference
 and weighting loops index with unsigned integers, so Numba emits no negative-index
-wrap-around and LLVM vectorises them; the interpolations gather and stay scalar.
+wrap-around and LLVM vectorises them; the interpolations, whose indexed loads LLVM leaves
+scalar, are vector code written out (:mod:`leap.kernels.cpu.simd`).
 
 Direct rows (parallel and fan beams whose slices lie on detector rows): voxel k meets
 only row k + shift, so no interpolation is needed and the kernels read the values
@@ -61,6 +62,7 @@ import numpy as np
 
 from . import threads
 from ._jit import FAST_JIT
+from .simd import LANES, interp_block
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap and three_tap: i0 ∈ [-1, ncols], up to
@@ -311,18 +313,20 @@ def scratch_vectors(n0, n1, n2, n3):
 
 
 @numba.njit(**INLINE)
-def cumulative_at(cum, c, n, o, s, t0, t1, w, E):
-    """``E[t] = w · C(o + t·s)`` for ``t0 <= t <= t1`` (s > 0).
+def cumulative_at(cum, c, n, o, s, t0, t1, E):
+    """``E[t] = C(o + t·s)`` for ``t0 <= t <= t1`` (s > 0).
 
     C is the piecewise-linear interpolant of the cumulative sums ``cum[c:c + n + 1]``
     (``cum[c] = 0``), constant beyond its ends: the values of ``interp_cumulative``.
     ``cum`` is a flat array, ``c`` an offset into it (flat arrays: see the module
     notes).
     The few positions off either end are peeled off first, so the main loop has no
-    clamps or branches (one gather of two neighbours per position).
+    clamps or branches; it runs four positions at a time as vector code
+    (:func:`leap.kernels.cpu.simd.interp_block`, bit for bit the scalar loop that takes
+    the last few).
     """
     base = np.uintp(c)
-    top = w * np.float64(cum[base + np.uintp(n)])
+    top = np.float64(cum[base + np.uintp(n)])
     ta = t0
     while ta <= t1 and o + ta * s <= 0.0:
         E[ta] = 0.0
@@ -331,14 +335,18 @@ def cumulative_at(cum, c, n, o, s, t0, t1, w, E):
     while tb >= ta and o + tb * s >= n:
         E[tb] = top
         tb -= 1
+    t = ta
+    while t + LANES <= tb + 1:
+        interp_block(cum, base, o, s, t, E)
+        t += LANES
     # A float copy of t and floor() (q > 0 here) spare two int/float conversions.
-    tf = float(ta)
-    for t in range(ta, tb + 1):
+    tf = float(t)
+    for t in range(t, tb + 1):
         q = o + tf * s
         fk = math.floor(q)
         ku = base + np.uintp(int(fk))
         c0 = np.float64(cum[ku])
-        E[np.uintp(t)] = w * (c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0))
+        E[np.uintp(t)] = c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0)
         tf += 1.0
 
 
