@@ -73,17 +73,11 @@ def axial_facade_parameters(leapct):
     return facade_values(leapct, parameter_names(leapct), 2)
 
 
-def axial_views(params, *, fan, pixel_width):
-    """The per-view tensors ``(col_dir, source_xy, center_col, sdd)`` of the footprint
-    model, float64, from parameters named as :data:`PARALLEL_NAMES` / :data:`FAN_NAMES`
-    (LEAP's units, tensors or numbers); see the module notes for the formulas.
-
-    Returns
-    -------
-    col_dir, source_xy : (num_views, 2)
-    center_col, sdd : (num_views,)
-        (``source_xy`` and ``sdd`` zeros for parallel beams.)
-    """
+def parse_views(params, shift_components):
+    """``(psi, scalar, shifts)`` of parameters named as LEAP's: the view angles ψ (radians,
+    float64, from ``phis`` in degrees with ``np.deg2rad``'s arithmetic), ``scalar(name)``
+    (the named parameter as a float64 0-d tensor on ψ's device) and the per-view
+    ``shifts`` (num_views, shift_components) float64, or None; ValueError on wrong shapes."""
     phis = torch.as_tensor(params["phis"], dtype=torch.float64)
     if phis.ndim != 1 or phis.shape[0] == 0:
         raise ValueError(f"phis must have shape (num_views,), got {tuple(phis.shape)}")
@@ -95,15 +89,51 @@ def axial_views(params, *, fan, pixel_width):
             raise ValueError(f"{name} must be a scalar, got shape {tuple(v.shape)}")
         return v.reshape(())
 
-    psi = phis * (np.pi / 180.0)          # np.deg2rad's arithmetic
-    cos, sin = torch.cos(psi), torch.sin(psi)
-    col_dir = torch.stack([cos, sin], dim=1)
     shifts = params.get("shifts")
     if shifts is not None:
         shifts = torch.as_tensor(shifts, dtype=torch.float64, device=dev)
-        if tuple(shifts.shape) != (n, 2):
-            raise ValueError(f"shifts must have shape (num_views, 2) = ({n}, 2), got "
-                             f"{tuple(shifts.shape)}")
+        if tuple(shifts.shape) != (n, shift_components):
+            raise ValueError(f"shifts must have shape (num_views, {shift_components}) = "
+                             f"({n}, {shift_components}), got {tuple(shifts.shape)}")
+    return phis * (np.pi / 180.0), scalar, shifts
+
+
+def facade_angles(params):
+    """The parameters' current view angles (radians, float64 NumPy), for a core geometry."""
+    return np.deg2rad(torch.as_tensor(params["phis"]).detach().cpu().numpy()
+                      .astype(np.float64))
+
+
+def run_plan(plan, system, kind, x):
+    """``kind`` ("project" / "backproject") of the batch x (…, *in_shape) by the CPU
+    kernels on ``plan`` (per-view values the core geometries cannot hold), one sample at
+    a time on the host; the result on x's device and in its dtype."""
+    take, give = ((system.volume_shape, system.projection_shape) if kind == "project"
+                  else (system.projection_shape, system.volume_shape))
+    xs = _as_samples(x, take)
+    out = np.zeros((xs.shape[0], *give), dtype=np.float32)
+    run = launch.project if kind == "project" else launch.backproject
+    for b in range(xs.shape[0]):
+        run(plan, xs[b], out[b])
+    return torch.from_numpy(out).to(device=x.device, dtype=x.dtype).reshape(
+        *x.shape[:-3], *give)
+
+
+def axial_views(params, *, fan, pixel_width):
+    """The per-view tensors ``(col_dir, source_xy, center_col, sdd)`` of the footprint
+    model, float64, from parameters named as :data:`PARALLEL_NAMES` / :data:`FAN_NAMES`
+    (LEAP's units, tensors or numbers); see the module notes for the formulas.
+
+    Returns
+    -------
+    col_dir, source_xy : (num_views, 2)
+    center_col, sdd : (num_views,)
+        (``source_xy`` and ``sdd`` zeros for parallel beams.)
+    """
+    psi, scalar, shifts = parse_views(params, 2)
+    n, dev = psi.shape[0], psi.device
+    cos, sin = torch.cos(psi), torch.sin(psi)
+    col_dir = torch.stack([cos, sin], dim=1)
     center_col = scalar("centerCol").expand(n)
     if not fan:
         if shifts is not None:
@@ -124,8 +154,7 @@ def core_geometry(params, detector, fan):
         return float(torch.as_tensor(params[name]).detach())
 
     det = detector.with_changes(center_col=value("centerCol"))
-    angles = np.deg2rad(torch.as_tensor(params["phis"]).detach().cpu().numpy()
-                        .astype(np.float64))
+    angles = facade_angles(params)
     if not fan:
         return ParallelBeam(detector=det, angles=angles)
     return FanBeam(detector=det, angles=angles, sod=value("sod"), sdd=value("sdd"),
@@ -152,16 +181,7 @@ class _Axial:
         """``kind`` ("project" / "backproject") of the batch x (batch, *in_shape)."""
         if not self.shifted:
             return CTOperator(kind=kind, system=self.system)(x)
-        s = self.system
-        take, give = ((s.volume_shape, s.projection_shape) if kind == "project"
-                      else (s.projection_shape, s.volume_shape))
-        xs = _as_samples(x, take)
-        out = np.zeros((xs.shape[0], *give), dtype=np.float32)
-        run = launch.project if kind == "project" else launch.backproject
-        for b in range(xs.shape[0]):
-            run(self.view_plan, xs[b], out[b])
-        return torch.from_numpy(out).to(device=x.device, dtype=x.dtype).reshape(
-            *x.shape[:-3], *give)
+        return run_plan(self.view_plan, self.system, kind, x)
 
     def vjp(self, f, gbar, tensors, needs):
         """The geometry VJP (on the CPU) as tensors like ``tensors`` where ``needs``."""

@@ -157,3 +157,68 @@ def test_plan_geometry_vjp_refuses_cone_beams():
     g = np.ones(cone.projection_shape, np.float32)
     with pytest.raises(ValueError, match="parallel and fan"):
         avjp.plan_geometry_vjp(make_plan(cone, vol), f, g)
+
+
+# ------------------------------------------- FBP's distance-weighted back-projection
+def weighted_loss_of(st, f, gbar, vol, det, sod):
+    """float64 ``Σ ḡ·P_w(θ) f`` of FBP's distance-weighted model: the weight
+    sod/(sod − x·θ) multiplies a whole voxel column, so view a is the plain model of the
+    volume f·D_a (``conftest.axial_model_loss`` one view at a time)."""
+    x = vol.x0 + np.arange(vol.num_x) * vol.voxel_width
+    y = vol.y0 + np.arange(vol.num_y) * vol.voxel_width
+    total = 0.0
+    for a in range(gbar.shape[1]):
+        cx, cy = st["col_dir"][a]
+        D = sod / (sod - (x[None, :] * cy - y[:, None] * cx))
+        one = {k: (v[a:a + 1] if isinstance(v, np.ndarray) else v) for k, v in st.items()}
+        total += loss_of(one, f * D, gbar[:, a:a + 1], vol, det)
+    return total
+
+
+@pytest.mark.parametrize("kind,rows", [("flat", "direct"), ("flat", "one_slice"),
+                                       ("curved", "general"), ("flat", "slice")])
+def test_distance_weighted_vjp_matches_float64_differences(kind, rows):
+    nz, nrows, nb = {"direct": (3, 3, 2), "general": (3, 2, 2), "slice": (1, 1, 2),
+                     "one_slice": (1, 1, 1)}[rows]
+    rng = np.random.default_rng(40 + KINDS.index(kind) * 4 + len(rows))
+    geo, vol, f, gbar = case(kind, rng, nz, nrows, nb)
+    det, sod = geo.detector, geo.sod
+    st = state(geo, vol)
+    # The reference is the weighted projector (float32).
+    want = sum(float(np.sum(leap.operators.project(geo, vol, f[b], fan_distance_weight=True)
+                            .astype(np.float64) * gbar[b])) for b in range(nb))
+    assert abs(weighted_loss_of(st, f, gbar, vol, det, sod) - want) <= 1e-5 * abs(want)
+    plan = make_plan(geo, vol, fan_distance_weight=True)
+    got = avjp.plan_geometry_vjp(plan, f, gbar)
+    direct = avjp.geometry_vjp(f, gbar, st["col_dir"], st["source_xy"], st["center_col"],
+                               st["sdd"], st["model"], st["fov_r2"], vol.x0, vol.y0, vol.z0,
+                               vol.voxel_width, vol.voxel_height, det.pixel_width,
+                               det.pixel_height, det.center_row, dist_sod=sod)
+    for a, b in zip(got, direct):
+        np.testing.assert_array_equal(a, b)
+    grads = dict(zip(("col_dir", "source_xy", "center_col", "sdd", "sod"), got))
+    for name in ("col_dir", "source_xy", "center_col", "sdd", "sod"):
+        base = sod if name == "sod" else st[name]
+        d = rng.standard_normal(np.shape(base))
+        if name == "sod":
+            up = weighted_loss_of(st, f, gbar, vol, det, sod + H * d)
+            down = weighted_loss_of(st, f, gbar, vol, det, sod - H * d)
+        else:
+            up = weighted_loss_of({**st, name: base + H * d}, f, gbar, vol, det, sod)
+            down = weighted_loss_of({**st, name: base - H * d}, f, gbar, vol, det, sod)
+        num = (up - down) / (2 * H)
+        a = float(np.sum(grads[name] * d))
+        assert abs(num) > 1e-3, name
+        assert abs(a - num) <= TOL * max(abs(num), 1.0), (name, a, num)
+
+
+def test_distance_weight_is_for_fan_beams():
+    rng = np.random.default_rng(0)
+    geo, vol, f, gbar = case("parallel", rng)
+    st = state(geo, vol)
+    det = geo.detector
+    with pytest.raises(ValueError, match="dist_sod"):
+        avjp.geometry_vjp(f, gbar, st["col_dir"], st["source_xy"], st["center_col"],
+                          st["sdd"], st["model"], st["fov_r2"], vol.x0, vol.y0, vol.z0,
+                          vol.voxel_width, vol.voxel_height, det.pixel_width,
+                          det.pixel_height, det.center_row, dist_sod=10.0)

@@ -116,9 +116,11 @@ def _exact_row(sv, T, z, sz, h, pixel_height, center, nrows):
 
 
 @numba.njit(**FAST_JIT)
-def _row_cumsums(gbar, a, cum):
+def row_cumsums(gbar, a, rf, cum):
     """``cum[(b·ncols + i)·(nrows + 1) + j] = Σ_{j' < j} ḡ[b, a, j', i]`` (float64) for
-    every sample b and detector column i of view a."""
+    every sample b and detector column i of view a, each row j' weighted by
+    ``rf[a, j']`` (``rf`` None: unweighted; the curved cone's ray stretch,
+    ``leap.kernels.cpu.curved_cone_vjp``)."""
     nb, _, nrows, ncols = gbar.shape
     n1 = nrows + 1
     for b in range(nb):
@@ -127,8 +129,27 @@ def _row_cumsums(gbar, a, cum):
             run = 0.0
             cum[c] = 0.0
             for j in range(nrows):
-                run += gbar[b, a, j, i]
+                if rf is None:
+                    run += gbar[b, a, j, i]
+                else:
+                    run += gbar[b, a, j, i] * rf[a, j]
                 cum[c + j + 1] = run
+
+
+@numba.njit(**FAST_JIT)
+def interior_cumsums(cum, b, ncols, nrows, bm, i0, i1, P0, Ps, kf, kl):
+    """``cum[bm + j]`` = the sum over sample b's interior footprint columns
+    ``i0 < i < i1`` (overlap 1) of their cumulative sums (``row_cumsums``' layout),
+    for the rows j that the column's row ends ``P0 + q·Ps``, q = kf … kl + 1, reach (and
+    a row beyond, for the edge guard); the other entries are left as they were."""
+    n1 = nrows + 1
+    ja = max(0, int(math.floor(max(P0 + kf * Ps, -1.0))) - 1)
+    jb = min(nrows, int(math.floor(min(P0 + (kl + 1) * Ps, nrows + 1.0))) + 2)
+    for j in range(ja, jb + 1):
+        t = 0.0
+        for i in range(i0 + 1, i1):
+            t += cum[(b * ncols + i) * n1 + j]
+        cum[bm + j] = t
 
 
 @numba.njit(**FAST_JIT)
@@ -290,7 +311,7 @@ def _views(V, extent, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_widt
             continue                    # every voxel is skipped: zero gradients
         inv_dn = 1.0 / dn
         acc[:] = 0.0
-        _row_cumsums(gbar, a, cum)
+        row_cumsums(gbar, a, None, cum)
         for k in range(nz):
             dz = (z0 + k * voxel_height) - sz
             DZ[k] = dz
@@ -331,16 +352,7 @@ def _views(V, extent, gbar, sources, centers, rows, cols, x0, y0, z0, voxel_widt
                     b0 = (b * ncols + i0) * n1
                     b1 = (b * ncols + i1) * n1
                     if wide:
-                        # Interior columns (overlap 1) combined where the column's ends
-                        # reach (and a row beyond, for the edge guard).
-                        ja = max(0, int(math.floor(max(P0 + kf * Ps, -1.0))) - 1)
-                        jb = min(nrows, int(math.floor(min(P0 + (kl + 1) * Ps,
-                                                           nrows + 1.0))) + 2)
-                        for j in range(ja, jb + 1):
-                            t = 0.0
-                            for i in range(i0 + 1, i1):
-                                t += cum[(b * ncols + i) * n1 + j]
-                            cum[bm + j] = t
+                        interior_cumsums(cum, b, ncols, nrows, bm, i0, i1, P0, Ps, kf, kl)
                     count = _edges(cum, b0, b1, bm, wide, o0, o1, nrows, P0, Ps, kf, kl + 1,
                                    E0, E1, Em, TL, TH, near_q)
                     if count > 0:

@@ -33,6 +33,12 @@ footprint's own formulas:
   ``c = u·sdd/pixel_width + center_col`` (flat) or ``atan(u)/atan(pixel_width/sdd) +
   center_col`` (curved); ``w = voxel_width·|d|/max(|dx|, |dy|)``.
 
+FBP's back-projection of fan beams weights each column by ``D = dist_sod/(dist_sod −
+(x·cy − y·cx))`` (``leap.kernels.footprints.fbp_distance_weight``); with ``dist_sod``
+the kernel differentiates that weighted model: ``w`` becomes ``w·D`` in the terms
+above, and ``S·w·∂D`` adds ``−S·w·D·y/den`` to ∂cx, ``S·w·D·x/den`` to ∂cy and a
+gradient with respect to dist_sod itself (den the denominator of D).
+
 The inputs are the per-view quantities as the footprint takes them: the column axis
 ``col_dir`` (a free 2-vector: not normalised here; callers that parametrise it by an
 angle chain through ``(cos ψ, sin ψ)``), the source ``source_xy`` (fan), the detector
@@ -207,18 +213,30 @@ def _parallel_row_sums(H, lo, hi, x0, voxel_width, sums):
 
 
 @numba.njit(**INLINE)
-def _fan_col(fp, H, ix, x, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
-             voxel_width, pixel_width):
-    """One fan-beam column's terms (∂cx, ∂cy, ∂sx, ∂sy, ∂sdd, ∂center_col) from its
-    ``H[:, ix] = (H_lo, H_hi, S)`` and weight ``fp[2, ix]``: the footprint's
+def _fan_col(fp, H, ix, x, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
+             voxel_width, pixel_width, dist_sod):
+    """One fan-beam column's terms (∂cx, ∂cy, ∂sx, ∂sy, ∂sdd, ∂center_col, ∂dist_sod)
+    from its ``H[:, ix] = (H_lo, H_hi, S)`` and weight ``fp[2, ix]``: the footprint's
     intermediates (``axial_column_footprint``' arithmetic) and their derivatives (module
-    notes; ends u0, u1 over d0, d1 with ∂u = (∂n − u·∂d)/d). Branch-free (selects; a
-    dead column, weight 0, masked rather than skipped)."""
+    notes; ends u0, u1 over d0, d1 with ∂u = (∂n − u·∂d)/d). ``dist_sod > 0``: the weight
+    includes FBP's distance weight D = dist_sod/(dist_sod − (x·cy − y·cx)). Branch-free
+    (selects; a dead column, weight 0, masked rather than skipped)."""
     weight = fp[2, ix]
     live = weight != 0.0
     hl = H[0, ix]
     hh = H[1, ix]
     s = H[2, ix] if live else 0.0
+    # FBP's distance weight D (1 without; weight already holds it): ∂D/∂cx = −D·y/den,
+    # ∂D/∂cy = D·x/den, ∂D/∂dist_sod = D·(1/dist_sod − 1/den). A branch on a value the
+    # loops do not change (unswitched out of them): no division without the weight.
+    dist_w = 1.0
+    sw = 0.0
+    d_sod = 0.0
+    if dist_sod > 0.0:
+        inv = 1.0 / (dist_sod - (x * cy - y * cx))
+        dist_w = dist_sod * inv
+        sw = s * weight * inv
+        d_sod = s * weight * (1.0 / dist_sod - inv)
     dx = x - sx
     lat = dx * cx + dy * cy
     depth = dy * cx - dx * cy
@@ -264,25 +282,26 @@ def _fan_col(fp, H, ix, x, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
     corr = voxel_width * rho / (big * big)
     sgx = 1.0 if dx >= 0.0 else -1.0
     sgy = 1.0 if dy >= 0.0 else -1.0
-    dwx = -dx * base + (corr * sgx if x_big else 0.0)
-    dwy = -dy * base + (0.0 if x_big else corr * sgy)
-    return (P * dx - R * dy + (Q * half if along_x else -T * half),
-            P * dy + R * dx + (T * half if along_x else Q * half),
+    dwx = (-dx * base + (corr * sgx if x_big else 0.0)) * dist_w
+    dwy = (-dy * base + (0.0 if x_big else corr * sgy)) * dist_w
+    return (P * dx - R * dy + (Q * half if along_x else -T * half) - sw * y,
+            P * dy + R * dx + (T * half if along_x else Q * half) + sw * x,
             -P * cx - R * cy + s * dwx,
             -P * cy + R * cx + s * dwy,
             g0 * e0 + g1 * e1,
-            g0 + g1)
+            g0 + g1,
+            d_sod)
 
 
 @numba.njit(**dict(REDUCE_JIT, inline="always"))
-def _fan_row_loop(fp, H, lo, hi, x0, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
-                  voxel_width, pixel_width):
+def _fan_row_loop(fp, H, lo, hi, x0, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale,
+                  half, voxel_width, pixel_width, dist_sod):
     """The loop of :func:`_fan_row` for one detector model (``curved`` a constant)."""
-    a0 = a1 = a2 = a3 = a4 = a5 = 0.0
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = 0.0
     xf = float(lo)      # a float counter: no int-to-float conversion per column
     for ix in range(np.uintp(lo), np.uintp(hi)):
-        t = _fan_col(fp, H, ix, x0 + xf * voxel_width, dy, ady, cx, cy, sx, sd, curved,
-                     scale, dscale, half, voxel_width, pixel_width)
+        t = _fan_col(fp, H, ix, x0 + xf * voxel_width, y, dy, ady, cx, cy, sx, sd, curved,
+                     scale, dscale, half, voxel_width, pixel_width, dist_sod)
         xf += 1.0
         a0 += t[0]
         a1 += t[1]
@@ -290,32 +309,33 @@ def _fan_row_loop(fp, H, lo, hi, x0, dy, ady, cx, cy, sx, sd, curved, scale, dsc
         a3 += t[3]
         a4 += t[4]
         a5 += t[5]
-    return a0, a1, a2, a3, a4, a5
+        a6 += t[6]
+    return a0, a1, a2, a3, a4, a5, a6
 
 
 @numba.njit(**REDUCE_JIT)
 def _fan_row(fp, H, lo, hi, x0, y, cx, cy, sx, sy, sd, model, scale, dscale, half,
-             voxel_width, pixel_width):
+             voxel_width, pixel_width, dist_sod):
     """:func:`_fan_col` summed over the columns ``lo <= ix < hi`` of a row (H from
     ``_slice_row``). One loop per model (the curved one calls atan), so that the flat
     model's loop vectorises."""
     dy = y - sy
     ady = abs(dy)
     if model == CURVED:
-        return _fan_row_loop(fp, H, lo, hi, x0, dy, ady, cx, cy, sx, sd, True, scale, dscale,
-                             half, voxel_width, pixel_width)
-    return _fan_row_loop(fp, H, lo, hi, x0, dy, ady, cx, cy, sx, sd, False, scale, dscale,
-                         half, voxel_width, pixel_width)
+        return _fan_row_loop(fp, H, lo, hi, x0, y, dy, ady, cx, cy, sx, sd, True, scale,
+                             dscale, half, voxel_width, pixel_width, dist_sod)
+    return _fan_row_loop(fp, H, lo, hi, x0, y, dy, ady, cx, cy, sx, sd, False, scale, dscale,
+                         half, voxel_width, pixel_width, dist_sod)
 
 
 @numba.njit(**FAST_JIT)
 def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0, y0,
-           voxel_width, pixel_width, d_col, d_src, d_cc, d_sdd, start, step):
+           voxel_width, pixel_width, dist_sod, d_col, d_src, d_cc, d_sdd, d_sod, start, step):
     """Views ``start, start + step, …`` of :func:`geometry_vjp`: Fc (nb, ny, nx, nrows)
     float32 the columns resampled onto the rows, ext (ny, nx, 2) int64 each column's
     first and last nonzero row in any sample (last < first: empty), gbar (nb, na, nrows,
-    ncols) float32; gradients written into d_col, d_src (na, 2), d_cc, d_sdd (na,)
-    float64."""
+    ncols) float32; gradients written into d_col, d_src (na, 2), d_cc, d_sdd, d_sod (na,)
+    float64 (fan beams: ``dist_sod > 0`` weights by FBP's distance weight)."""
     nb, ny, nx, nrows = Fc.shape
     na, ncols = gbar.shape[1], gbar.shape[3]
     width = PAD_LO + ncols + PAD_HI
@@ -331,7 +351,7 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
     H = np.zeros((3, nx))
     psums = np.zeros(5)
     slices = nrows == 1 and nb == 1
-    acc = np.zeros(6)
+    acc = np.zeros(7)
     for a in range(start, na, step):
         cx = col_dir[a, 0]
         cy = col_dir[a, 1]
@@ -364,7 +384,7 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
                 continue
             direct_footprints(fp, lo, hi, 0, x0, y, cx, cy, sx, sy, cxp, cyp, half_p,
                               par_weight, sd, 0.0, 0.0, model, voxel_width, pixel_width, cc,
-                              0.0)
+                              dist_sod if model != PARALLEL else 0.0)
             if slices:
                 # One slice, one row, one sample: a vectorised pass, the footprints wider
                 # than three pixels redone, then the row's terms in a pass of their own.
@@ -380,8 +400,8 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
                     p_dy += psums[2] * y
                     continue
                 terms = _fan_row(fp, H, lo, hi, x0, y, cx, cy, sx, sy, sd, model, scale,
-                                 dscale, half, voxel_width, pixel_width)
-                for t in range(6):
+                                 dscale, half, voxel_width, pixel_width, dist_sod)
+                for t in range(7):
                     acc[t] += terms[t]
                 continue
             for ix in range(lo, hi):
@@ -407,10 +427,16 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
                     H[1, ix] = hh
                     H[2, ix] = s
                     dy = y - sy
-                    t = _fan_col(fp, H, ix, x0 + ix * voxel_width, dy, abs(dy), cx, cy, sx, sd,
-                                 model == CURVED, scale, dscale, half, voxel_width,
-                                 pixel_width)
-                    for k in range(6):
+                    x = x0 + ix * voxel_width
+                    curved = model == CURVED
+                    # A literal 0 without the weight: its terms compile away there.
+                    if dist_sod > 0.0:
+                        t = _fan_col(fp, H, ix, x, y, dy, abs(dy), cx, cy, sx, sd, curved,
+                                     scale, dscale, half, voxel_width, pixel_width, dist_sod)
+                    else:
+                        t = _fan_col(fp, H, ix, x, y, dy, abs(dy), cx, cy, sx, sd, curved,
+                                     scale, dscale, half, voxel_width, pixel_width, 0.0)
+                    for k in range(7):
                         acc[k] += t[k]
         if model == PARALLEL:
             p_d += psums[0]
@@ -436,6 +462,7 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
         d_src[a, 1] = acc[3]
         d_sdd[a] = acc[4]
         d_cc[a] = acc[5]
+        d_sod[a] = acc[6]
 
 
 def row_weights(nz, nrows, z0, voxel_height, pixel_height, center_row):
@@ -482,9 +509,12 @@ def row_columns(f, nrows, z0, voxel_height, pixel_height, center_row):
 
 
 def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov_r2, x0, y0,
-                 z0, voxel_width, voxel_height, pixel_width, pixel_height, center_row):
+                 z0, voxel_width, voxel_height, pixel_width, pixel_height, center_row,
+                 dist_sod=0.0):
     """Gradients of ``L = Σ ḡ · P(θ) f`` with respect to the per-view in-plane quantities
-    of a parallel or fan beam (module notes).
+    of a parallel or fan beam (module notes); with ``dist_sod`` (fan beams), of FBP's
+    distance-weighted projection (each column times dist_sod/(dist_sod − x·θ), θ = (cy,
+    −cx)) and also with respect to dist_sod.
 
     Parameters
     ----------
@@ -505,12 +535,16 @@ def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov
         First voxel centre and voxel sizes, mm.
     pixel_width, pixel_height, center_row : float
         Pixel sizes, mm, and the detector's centre row, fractional pixels.
+    dist_sod : float
+        Fan beams: sod (mm) of FBP's distance weight; 0 (default): none.
 
     Returns
     -------
     d_col_dir, d_source_xy : (na, 2) float64
     d_center_col, d_sdd : (na,) float64
         (``d_source_xy`` and ``d_sdd`` are 0 for parallel beams.)
+    d_dist_sod : float
+        Only with ``dist_sod > 0``: the gradient with respect to it.
     """
     f = np.asarray(f, dtype=np.float32)
     gbar = np.asarray(gbar, dtype=np.float32)
@@ -525,6 +559,10 @@ def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov
     model = int(column_model)
     if model not in (PARALLEL, FLAT, CURVED):
         raise ValueError(f"column_model must be PARALLEL, FLAT or CURVED, got {column_model}")
+    dist_sod = float(dist_sod)
+    if dist_sod != 0.0 and (model == PARALLEL or not dist_sod > 0.0):
+        raise ValueError(f"dist_sod (FBP's distance weight) must be a positive sod for fan "
+                         f"beams, got {dist_sod} for column model {model}")
     col_dir = np.ascontiguousarray(col_dir, dtype=np.float64)
     source_xy = np.ascontiguousarray(source_xy, dtype=np.float64)
     center_col = np.ascontiguousarray(np.broadcast_to(center_col, (na,)), dtype=np.float64)
@@ -538,31 +576,34 @@ def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov
     d_src = np.zeros((na, 2))
     d_cc = np.zeros(na)
     d_sdd = np.zeros(na)
-    threads.run(_views, Fc, ext, np.ascontiguousarray(gbar), col_dir, source_xy, center_col, sdd, model,
-                float(fov_r2), float(x0), float(y0), float(voxel_width), float(pixel_width),
-                d_col, d_src, d_cc, d_sdd, items=na)
+    d_sod = np.zeros(na)
+    threads.run(_views, Fc, ext, np.ascontiguousarray(gbar), col_dir, source_xy, center_col,
+                sdd, model, float(fov_r2), float(x0), float(y0), float(voxel_width),
+                float(pixel_width), dist_sod, d_col, d_src, d_cc, d_sdd, d_sod, items=na)
+    if dist_sod > 0.0:
+        return d_col, d_src, d_cc, d_sdd, float(d_sod.sum())
     return d_col, d_src, d_cc, d_sdd
 
 
 def plan_geometry_vjp(plan, f, gbar):
     """:func:`geometry_vjp` for a plan (``leap.kernels.plan.make_plan``) of a parallel or
     fan beam, at its views' ``col_dir`` and ``source_xy`` and its per-view detector
-    centres (``plan.center_cols``, else the detector's). Returns what
-    :func:`geometry_vjp` returns.
+    centres (``plan.center_cols``, else the detector's), with its FBP distance weight
+    (``plan.dist_sod``, fan beams). Returns what :func:`geometry_vjp` returns.
 
     Raises
     ------
     ValueError
         A plan the model above does not describe: not parallel or fan (z magnified,
-        cone-parallel, modular), FBP's weights, or a flying focal spot.
+        cone-parallel, modular), helical FBP weights, or a flying focal spot.
     """
     views = getattr(plan, "views", None)
     if (plan.modular or views is None or views.magnify_z
             or views.column_model not in (PARALLEL, FLAT, CURVED) or views.focus is not None
-            or plan.slice_weights is not None or plan.dist_sod != 0.0
+            or plan.slice_weights is not None
             or np.any(views.source_z != 0.0) or np.any(plan.row_factor != 1.0)):
-        raise ValueError("plan_geometry_vjp takes the plain projection of parallel and fan "
-                         "beams (no z magnification, no FBP weights)")
+        raise ValueError("plan_geometry_vjp takes the (distance-weighted) projection of "
+                         "parallel and fan beams (no z magnification, no slice weights)")
     s = plan.scalars()
     na = views.col_dir.shape[0]
     center_col = (np.full(na, float(s.center_col)) if plan.center_cols is None
@@ -570,4 +611,5 @@ def plan_geometry_vjp(plan, f, gbar):
     return geometry_vjp(
         f, gbar, views.col_dir, views.source_xy, center_col,
         np.full(na, float(views.sdd)), views.column_model, s.fov_r2, s.x0, s.y0, s.z0,
-        s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height, s.center_row)
+        s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height, s.center_row,
+        float(plan.dist_sod))
