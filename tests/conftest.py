@@ -106,6 +106,27 @@ def with_numba_threads(n, fn):
         numba.set_num_threads(old)
 
 
+def fit_geometry(proj, f, data, names, max_iter=30):
+    """Least-squares fit of the geometry parameters ``names`` of the torch module ``proj``
+    to ``data`` = proj(f) at the true geometry, by L-BFGS (strong Wolfe line search); the
+    other parameters are frozen. Returns the parameters (the module's, fitted in place)."""
+    import torch
+    params = proj.geometry_parameters()
+    for k, p in params.items():
+        p.requires_grad_(k in names)
+    opt = torch.optim.LBFGS([params[k] for k in names], lr=1.0, max_iter=max_iter,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((proj(f) - data) ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return params
+
+
 def rel_l2(a, b):
     """Relative L2 difference ‖a − b‖ / ‖b‖ in float64."""
     a = np.asarray(a, dtype=np.float64)

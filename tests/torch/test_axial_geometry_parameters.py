@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import analytic_and_central_difference, axial_model_loss
+from conftest import analytic_and_central_difference, axial_model_loss, fit_geometry
 
 torch = pytest.importorskip("torch")
 
@@ -349,20 +349,7 @@ def test_calibration_recovers_center_col(fan):
     f = blobs((2 if fan else 1, 40, 40), 0.8)
     with torch.no_grad():
         data = make(31.5 + 0.7)(f)
-    proj = make(31.5)
-    params = proj.geometry_parameters()
-    for k, p in params.items():
-        p.requires_grad_(k == "centerCol")
-    opt = torch.optim.LBFGS([params["centerCol"]], lr=1.0, max_iter=30,
-                            line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = ((proj(f) - data) ** 2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
+    params = fit_geometry(make(31.5), f, data, ["centerCol"])
     col = params["centerCol"].item()
     print(f"calibration ({'fan' if fan else 'parallel'}): centerCol {col:.4f} (true 32.2), "
           f"{time.perf_counter() - start:.1f} s")

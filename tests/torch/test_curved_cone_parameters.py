@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import analytic_and_central_difference, with_numba_threads
+from conftest import analytic_and_central_difference, fit_geometry, with_numba_threads
 
 torch = pytest.importorskip("torch")
 
@@ -250,20 +250,7 @@ def test_calibration_recovers_center_col():
     f = torch.tensor(np.broadcast_to(blob, (4, n, n))[None].copy(), dtype=torch.float32)
     with torch.no_grad():
         data = make(23.5 + 0.6)(f)
-    proj = make(23.5)
-    params = proj.geometry_parameters()
-    for k, p in params.items():
-        p.requires_grad_(k == "centerCol")
-    opt = torch.optim.LBFGS([params["centerCol"]], lr=1.0, max_iter=30,
-                            line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = ((proj(f) - data) ** 2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
+    params = fit_geometry(make(23.5), f, data, ["centerCol"])
     col = params["centerCol"].item()
     print(f"calibration (curved cone): centerCol {col:.4f} (true 24.1), "
           f"{time.perf_counter() - start:.1f} s")

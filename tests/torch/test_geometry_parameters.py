@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import analytic_and_central_difference
+from conftest import analytic_and_central_difference, fit_geometry
 
 torch = pytest.importorskip("torch")
 
@@ -239,21 +239,8 @@ def test_calibration_recovers_center_col_and_tilt():
     f = blobs()
     with torch.no_grad():
         data = calibration_projector(19.5 + 0.7, 0.5)(f)
-    proj = calibration_projector(19.5, 0.0)
-    params = proj.geometry_parameters()
-    fitted = [params["centerCol"], params["tiltAngle"]]
-    for p in params.values():
-        if all(p is not q for q in fitted):
-            p.requires_grad_(False)
-    opt = torch.optim.LBFGS(fitted, lr=1.0, max_iter=40, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = ((proj(f) - data) ** 2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
+    params = fit_geometry(calibration_projector(19.5, 0.0), f, data,
+                          ["centerCol", "tiltAngle"], max_iter=40)
     col, tilt = params["centerCol"].item(), params["tiltAngle"].item()
     print(f"calibration: centerCol {col:.4f} (true 20.2), tilt {tilt:.4f}° (true 0.5), "
           f"{time.perf_counter() - start:.1f} s")
