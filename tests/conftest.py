@@ -128,10 +128,10 @@ def fit_geometry(proj, f, data, names, max_iter=30):
 
 
 def rel_l2(a, b):
-    """Relative L2 difference ‖a − b‖ / ‖b‖ in float64."""
+    """Relative L2 difference ‖a − b‖ / ‖b‖ in float64 (0 when both are zero)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
 def dot_test(P, PT, f_shape, g_shape, rng):

@@ -24,12 +24,14 @@ z, and no in-plane parameter moves them), and both would move them.
 beams use too) projects and back-projects with these tensors (``_Axial``): the forward is the facade's own operator on the core geometry built from the
 parameters' current values (``leap.project``'s numbers) when every shift is 0, else the
 CPU axial kernels with the per-view values the core geometries cannot hold. The backward
-is the other operator for the data and the geometry VJP for the tensors. The VJP runs on
-the CPU: CUDA tensors are copied to the host for it, and the gradients are returned on
-the tensors' device; so does a forward with nonzero shifts (computed on the host, the
-result returned on the input's device). The field-of-view mask is the one of the core
-geometry at the parameters' values (forward) and is held fixed for the gradient (a jump
-of the model, which no gradient sees).
+is the other operator for the data and the geometry VJP for the tensors. The VJP runs
+where the volume and upstream gradient are (``plan_vjp``): on CUDA tensors the CUDA
+kernel (``leap.kernels.cuda.axial_view_vjp``, on the caller's stream; the tensors are
+copied to the host only where Numba cannot run CUDA kernels), otherwise the CPU one; the
+gradients are returned on the tensors' device. A forward with nonzero shifts is computed
+on the host (the result returned on the input's device). The field-of-view mask is the
+one of the core geometry at the parameters' values (forward) and is held fixed for the
+gradient (a jump of the model, which no gradient sees).
 """
 from __future__ import annotations
 
@@ -40,11 +42,11 @@ import torch
 
 from ..geometry import FanBeam, ParallelBeam
 from ..kernels.cpu import launch
-from ..kernels.cpu.axial_view_vjp import plan_geometry_vjp
+from ..kernels.cpu.axial_view_vjp import plan_arguments, plan_geometry_vjp
 from ..kernels.plan import make_plan
 from ._geometry_params import facade_values
 from ._operator import CTOperator
-from .geometry import GeometryOperator, _as_array, _as_samples
+from .geometry import GeometryOperator, _as_array, _as_samples, _cuda_samples
 
 __all__ = ["axial_views", "PARALLEL_NAMES", "FAN_NAMES", "axial_facade_parameters",
            "axial_apply"]
@@ -184,12 +186,41 @@ class _Axial:
         return run_plan(self.view_plan, self.system, kind, x)
 
     def vjp(self, f, gbar, tensors, needs):
-        """The geometry VJP (on the CPU) as tensors like ``tensors`` where ``needs``."""
-        s = self.system
-        result = plan_geometry_vjp(self.view_plan, _as_samples(f, s.volume_shape),
-                                   _as_samples(gbar, s.projection_shape))
+        """The geometry VJP (``plan_vjp``) as tensors like ``tensors`` where
+        ``needs``."""
+        result = plan_vjp(self.view_plan, self.system, f, gbar)
         return [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
                 for g, t, need in zip(result, tensors, needs)]
+
+
+def _numba_cuda(f, gbar):
+    """Whether f and gbar are CUDA tensors on one device and Numba can run CUDA kernels."""
+    if not (f.is_cuda and gbar.is_cuda and f.device == gbar.device):
+        return False
+    from ..arrays import require_cuda
+    try:
+        require_cuda()
+    except NotImplementedError:
+        return False
+    return True
+
+
+def plan_vjp(plan, system, f, gbar):
+    """``plan_geometry_vjp`` (``leap.kernels.cpu.axial_view_vjp``) of the batches f and
+    gbar (tensors) of ``system``'s volume and projection shapes: on CUDA tensors the CUDA
+    kernel (``leap.kernels.cuda.axial_view_vjp``) on the device arrays, zero-copy, on the
+    caller's stream; otherwise (or where Numba cannot run CUDA kernels) the CPU kernel on
+    host copies. Returns host arrays, as ``plan_geometry_vjp`` does."""
+    if _numba_cuda(f, gbar):
+        from ..arrays import as_numba, caller_stream, device_context
+        from ..kernels.cuda.axial_view_vjp import geometry_vjp as cuda_geometry_vjp
+        fs = _cuda_samples(f, system.volume_shape)
+        gs = _cuda_samples(gbar, system.projection_shape)
+        with device_context(fs.device.index):
+            return cuda_geometry_vjp(as_numba(fs), as_numba(gs), *plan_arguments(plan),
+                                     stream=caller_stream(fs))
+    return plan_geometry_vjp(plan, _as_samples(f, system.volume_shape),
+                             _as_samples(gbar, system.projection_shape))
 
 
 def axial_apply(x, params, system, kind):

@@ -23,7 +23,8 @@ in the data and in the parameters θ::
   field-of-view mask of leap's cone kernels (at the parameters' values, held fixed for
   the gradient; ``leap.torch._trainable.cone_operators``, which the projector uses too), parallel beams by ``axial_apply`` (``leap.torch._axial_params``), fan
   beams by the axial kernels with FBP's distance weight sod/(sod − x·θ), whose geometry
-  VJP (``leap.kernels.cpu.axial_view_vjp``, ``dist_sod``) differentiates the weight too
+  VJP (``leap.kernels.cpu.axial_view_vjp``, ``dist_sod``; on CUDA tensors
+  ``leap.kernels.cuda.axial_view_vjp``) differentiates the weight too
   (θ from the column axis; with ``shifts`` the weight stays the unshifted scan's).
 
 The adjoint ``FBP(θ)ᵀ f = pre · c · Rᵀ(post · P(θ) f)`` (``FBP(forward_FBP=False)``) is
@@ -49,13 +50,12 @@ import numpy as np
 import torch
 
 from ..fbp import geometry_ramp_response
-from ..kernels.cpu.axial_view_vjp import plan_geometry_vjp
 from ..kernels.plan import make_plan
 from ..weights import FULL_SCAN_DEGREES, angular_range_degrees
-from ._axial_params import axial_apply, axial_views, core_geometry, run_plan
+from ._axial_params import axial_apply, axial_views, core_geometry, plan_vjp, run_plan
 from ._operator import CTOperator, check_input
 from ._trainable import cone_operators
-from .geometry import GeometryOperator, _as_array, _as_samples
+from .geometry import GeometryOperator, _as_array
 
 __all__ = ["fbp_parametric"]
 
@@ -275,7 +275,9 @@ class _DistanceWeighted:
     the weighted projection), for :class:`leap.torch.geometry.GeometryOperator`: the CPU
     axial kernels on a plan with the per-view values the tensors give (CUDA tensors are
     computed on the host) and the geometry VJP with the weight
-    (``leap.kernels.cpu.axial_view_vjp``). The operator's fourth tensor is ``sdd`` per
+    (``leap.torch._axial_params.plan_vjp``: on CUDA tensors the CUDA kernel,
+    ``leap.kernels.cuda.axial_view_vjp``, else the CPU one,
+    ``leap.kernels.cpu.axial_view_vjp``). The operator's fourth tensor is ``sdd`` per
     view followed by the weight's sod (its gradient comes back the same way)."""
 
     def __init__(self, system, col_dir, source_xy, center_col):
@@ -290,9 +292,7 @@ class _DistanceWeighted:
         return run_plan(self.plan, self.system, kind, x)
 
     def vjp(self, f, gbar, tensors, needs):
-        s = self.system
-        d_col, d_src, d_cc, d_sdd, d_sod = plan_geometry_vjp(
-            self.plan, _as_samples(f, s.volume_shape), _as_samples(gbar, s.projection_shape))
+        d_col, d_src, d_cc, d_sdd, d_sod = plan_vjp(self.plan, self.system, f, gbar)
         grads = (d_col, d_src, d_cc, np.append(d_sdd, d_sod))
         return [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
                 for g, t, need in zip(grads, tensors, needs)]

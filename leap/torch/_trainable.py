@@ -121,8 +121,9 @@ class TrainableGeometry:
           / :func:`leap.torch.modular_backproject` with the parameters as they are.
         * Parallel and fan beams (``set_parallelbeam``, ``set_fanbeam``; flat or curved
           fan detector) have no exact modular form; they are differentiated on their own
-          footprint model (the CPU kernel ``leap.kernels.cpu.axial_view_vjp``, the
-          parameters mapped by ``leap.torch._axial_params``).
+          footprint model (the kernels ``leap.kernels.cpu.axial_view_vjp`` and, for CUDA
+          tensors, ``leap.kernels.cuda.axial_view_vjp``; the parameters mapped by
+          ``leap.torch._axial_params``).
         * Curved-detector cone beams (``set_conebeam`` then ``set_curvedDetector``;
           circular or helical) likewise, on the axial cone model (the CPU kernel
           ``leap.kernels.cpu.curved_cone_vjp``, the parameters mapped by
@@ -130,9 +131,10 @@ class TrainableGeometry:
 
         For the last two, with all shifts 0 the forward numbers are the facade's
         (``leapct.project``); nonzero shifts, which the core geometries cannot hold, run
-        on the CPU kernels with per-view values; the geometry gradient is computed on the
-        CPU (CUDA tensors are copied to the host for it; the gradients come back on the
-        parameters' device). Every gradient is the exact derivative of leap's footprint
+        on the CPU kernels with per-view values; the geometry gradient is computed where
+        the tensors are for parallel and fan beams, on the CPU for curved cone beams (CUDA
+        tensors are copied to the host for it); the gradients come back on the
+        parameters' device. Every gradient is the exact derivative of leap's footprint
         model, one-sided at its kinks (a footprint end on a pixel edge and the like; see
         the kernels' modules).
 

@@ -70,7 +70,9 @@ views, 1.4× for a 128³ fan beam with 180 views, 3× for a 512² fan-beam slice
 Parallelisation: ``leap.kernels.cpu.threads.run`` shares the views out, each view's
 gradients written by its thread only (results do not depend on the number of threads);
 sums are float64 (the sums over rows and columns of float32 data may be reassociated,
-``REDUCE_JIT``, so that they vectorise).
+``REDUCE_JIT``, so that they vectorise). The CUDA counterpart
+(``leap.kernels.cuda.axial_view_vjp``) compiles the same scalar functions of the chain rule
+(``fan_terms``, ``parallel_view_grads``, ``curved_scales``).
 """
 from __future__ import annotations
 
@@ -212,20 +214,18 @@ def _parallel_row_sums(H, lo, hi, x0, voxel_width, sums):
     sums[4] += s
 
 
-@numba.njit(**INLINE)
-def _fan_col(fp, H, ix, x, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
-             voxel_width, pixel_width, dist_sod):
+def fan_terms(weight, hl, hh, h_sum, x, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale,
+              half, voxel_width, pixel_width, dist_sod):
     """One fan-beam column's terms (∂cx, ∂cy, ∂sx, ∂sy, ∂sdd, ∂center_col, ∂dist_sod)
-    from its ``H[:, ix] = (H_lo, H_hi, S)`` and weight ``fp[2, ix]``: the footprint's
+    from its ``(H_lo, H_hi, S) = (hl, hh, h_sum)`` and weight: the footprint's
     intermediates (``axial_column_footprint``' arithmetic) and their derivatives (module
     notes; ends u0, u1 over d0, d1 with ∂u = (∂n − u·∂d)/d). ``dist_sod > 0``: the weight
     includes FBP's distance weight D = dist_sod/(dist_sod − (x·cy − y·cx)). Branch-free
-    (selects; a dead column, weight 0, masked rather than skipped)."""
-    weight = fp[2, ix]
+    (selects; a dead column, weight 0, masked rather than skipped). A plain scalar
+    function: the CPU (:func:`_fan_col`) and CUDA (``leap.kernels.cuda.axial_view_vjp``)
+    kernels compile it."""
     live = weight != 0.0
-    hl = H[0, ix]
-    hh = H[1, ix]
-    s = H[2, ix] if live else 0.0
+    s = h_sum if live else 0.0
     # FBP's distance weight D (1 without; weight already holds it): ∂D/∂cx = −D·y/den,
     # ∂D/∂cy = D·x/den, ∂D/∂dist_sod = D·(1/dist_sod − 1/den). A branch on a value the
     # loops do not change (unswitched out of them): no division without the weight.
@@ -291,6 +291,51 @@ def _fan_col(fp, H, ix, x, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale, ha
             g0 * e0 + g1 * e1,
             g0 + g1,
             d_sod)
+
+
+def parallel_view_grads(cx, cy, par_weight, p_d, p_dx, p_dy, p_h, p_s, voxel_width,
+                        pixel_width):
+    """(∂cx, ∂cy, ∂center_col) of a parallel-beam view from its sums over the columns:
+    Σ (H_hi − H_lo), its moments Σ (H_hi − H_lo)·x and ·y, Σ (H_hi + H_lo) and Σ S
+    (module notes). A plain scalar function, for both targets."""
+    ax = abs(cx)
+    ay = abs(cy)
+    m = ax if ax > ay else ay
+    # ∂L/∂m through half_p = ½·voxel_width·m/pixel_width and w = voxel_width/m.
+    gm = (par_weight * p_h * 0.5 * voxel_width / pixel_width
+          - p_s * voxel_width / (m * m))
+    d_cx = par_weight * p_dx / pixel_width
+    d_cy = par_weight * p_dy / pixel_width
+    if ax > ay:
+        d_cx += gm * (1.0 if cx >= 0.0 else -1.0)
+    else:
+        d_cy += gm * (1.0 if cy >= 0.0 else -1.0)
+    return d_cx, d_cy, par_weight * p_d
+
+
+def curved_scales(model, sd, pixel_width):
+    """(scale, dscale): the curved detector's 1/atan(pixel_width/sdd) and its derivative
+    with respect to sdd (0, 0 for the other models). A plain scalar function, for both
+    targets."""
+    scale = 0.0
+    dscale = 0.0
+    if model == CURVED:
+        scale = 1.0 / math.atan(pixel_width / sd)
+        dscale = scale * scale * pixel_width / (sd * sd + pixel_width * pixel_width)
+    return scale, dscale
+
+
+_fan_terms = numba.njit(**INLINE)(fan_terms)
+_parallel_view_grads = numba.njit(**INLINE)(parallel_view_grads)
+_curved_scales = numba.njit(**INLINE)(curved_scales)
+
+
+@numba.njit(**INLINE)
+def _fan_col(fp, H, ix, x, y, dy, ady, cx, cy, sx, sd, curved, scale, dscale, half,
+             voxel_width, pixel_width, dist_sod):
+    """:func:`fan_terms` of column ix: ``H[:, ix] = (H_lo, H_hi, S)``, weight ``fp[2, ix]``."""
+    return _fan_terms(fp[2, ix], H[0, ix], H[1, ix], H[2, ix], x, y, dy, ady, cx, cy, sx, sd,
+                      curved, scale, dscale, half, voxel_width, pixel_width, dist_sod)
 
 
 @numba.njit(**dict(REDUCE_JIT, inline="always"))
@@ -361,11 +406,7 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
         sd = sdd[a]
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
                                                                pixel_width)
-        scale = 0.0
-        dscale = 0.0
-        if model == CURVED:
-            scale = 1.0 / math.atan(pixel_width / sd)
-            dscale = scale * scale * pixel_width / (sd * sd + pixel_width * pixel_width)
+        scale, dscale = _curved_scales(model, sd, pixel_width)
         acc[:] = 0.0
         # Parallel footprints at most a pixel wide meet at most two pixels.
         narrow = model == PARALLEL and 2.0 * half_p <= 1.0
@@ -443,19 +484,9 @@ def _views(Fc, ext, gbar, col_dir, source_xy, center_col, sdd, model, fov_r2, x0
             p_dx += psums[1]
             p_h += psums[3]
             p_s += psums[4]
-            ax = abs(cx)
-            ay = abs(cy)
-            m = ax if ax > ay else ay
-            # ∂L/∂m through half_p = ½·voxel_width·m/pixel_width and w = voxel_width/m.
-            gm = (par_weight * p_h * 0.5 * voxel_width / pixel_width
-                  - p_s * voxel_width / (m * m))
-            acc[0] = par_weight * p_dx / pixel_width
-            acc[1] = par_weight * p_dy / pixel_width
-            if ax > ay:
-                acc[0] += gm * (1.0 if cx >= 0.0 else -1.0)
-            else:
-                acc[1] += gm * (1.0 if cy >= 0.0 else -1.0)
-            acc[5] = par_weight * p_d
+            acc[0], acc[1], acc[5] = _parallel_view_grads(cx, cy, par_weight, p_d, p_dx,
+                                                          p_dy, p_h, p_s, voxel_width,
+                                                          pixel_width)
         d_col[a, 0] = acc[0]
         d_col[a, 1] = acc[1]
         d_src[a, 0] = acc[2]
@@ -508,6 +539,32 @@ def row_columns(f, nrows, z0, voxel_height, pixel_height, center_row):
     return Fc, ext
 
 
+def checked_views(f_shape, gbar_shape, col_dir, source_xy, center_col, sdd, column_model,
+                  dist_sod):
+    """:func:`geometry_vjp`'s checks (batched shapes (nb, nz, ny, nx) and (nb, na, nrows,
+    ncols)); returns the per-view inputs as contiguous float64 arrays, the model and
+    dist_sod (shared with the CUDA kernel, ``leap.kernels.cuda.axial_view_vjp``)."""
+    if len(f_shape) != 4 or len(gbar_shape) != 4 or f_shape[0] != gbar_shape[0]:
+        raise ValueError("f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
+                         f"got shapes {tuple(f_shape)} and {tuple(gbar_shape)}")
+    na = gbar_shape[1]
+    model = int(column_model)
+    if model not in (PARALLEL, FLAT, CURVED):
+        raise ValueError(f"column_model must be PARALLEL, FLAT or CURVED, got {column_model}")
+    dist_sod = float(dist_sod)
+    if dist_sod != 0.0 and (model == PARALLEL or not dist_sod > 0.0):
+        raise ValueError(f"dist_sod (FBP's distance weight) must be a positive sod for fan "
+                         f"beams, got {dist_sod} for column model {model}")
+    col_dir = np.ascontiguousarray(col_dir, dtype=np.float64)
+    source_xy = np.ascontiguousarray(source_xy, dtype=np.float64)
+    center_col = np.ascontiguousarray(np.broadcast_to(center_col, (na,)), dtype=np.float64)
+    sdd = np.ascontiguousarray(np.broadcast_to(sdd, (na,)), dtype=np.float64)
+    for name, v in (("col_dir", col_dir), ("source_xy", source_xy)):
+        if v.shape != (na, 2):
+            raise ValueError(f"{name} must have shape ({na}, 2), got {v.shape}")
+    return col_dir, source_xy, center_col, sdd, model, dist_sod
+
+
 def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov_r2, x0, y0,
                  z0, voxel_width, voxel_height, pixel_width, pixel_height, center_row,
                  dist_sod=0.0):
@@ -552,24 +609,9 @@ def geometry_vjp(f, gbar, col_dir, source_xy, center_col, sdd, column_model, fov
         f = f[None]
     if gbar.ndim == 3:
         gbar = gbar[None]
-    if f.ndim != 4 or gbar.ndim != 4 or f.shape[0] != gbar.shape[0]:
-        raise ValueError("f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
-                         f"got shapes {f.shape} and {gbar.shape}")
+    col_dir, source_xy, center_col, sdd, model, dist_sod = checked_views(
+        f.shape, gbar.shape, col_dir, source_xy, center_col, sdd, column_model, dist_sod)
     na = gbar.shape[1]
-    model = int(column_model)
-    if model not in (PARALLEL, FLAT, CURVED):
-        raise ValueError(f"column_model must be PARALLEL, FLAT or CURVED, got {column_model}")
-    dist_sod = float(dist_sod)
-    if dist_sod != 0.0 and (model == PARALLEL or not dist_sod > 0.0):
-        raise ValueError(f"dist_sod (FBP's distance weight) must be a positive sod for fan "
-                         f"beams, got {dist_sod} for column model {model}")
-    col_dir = np.ascontiguousarray(col_dir, dtype=np.float64)
-    source_xy = np.ascontiguousarray(source_xy, dtype=np.float64)
-    center_col = np.ascontiguousarray(np.broadcast_to(center_col, (na,)), dtype=np.float64)
-    sdd = np.ascontiguousarray(np.broadcast_to(sdd, (na,)), dtype=np.float64)
-    for name, v in (("col_dir", col_dir), ("source_xy", source_xy)):
-        if v.shape != (na, 2):
-            raise ValueError(f"{name} must have shape ({na}, 2), got {v.shape}")
     Fc, ext = row_columns(np.ascontiguousarray(f), gbar.shape[2], z0, voxel_height,
                           pixel_height, center_row)
     d_col = np.zeros((na, 2))
@@ -597,6 +639,15 @@ def plan_geometry_vjp(plan, f, gbar):
         A plan the model above does not describe: not parallel or fan (z magnified,
         cone-parallel, modular), helical FBP weights, or a flying focal spot.
     """
+    return geometry_vjp(f, gbar, *plan_arguments(plan))
+
+
+def plan_arguments(plan):
+    """The arguments of :func:`geometry_vjp` after f and gbar for a plan (checked by
+    :func:`plan_geometry_vjp`): its views' ``col_dir`` and ``source_xy``, its per-view
+    detector centres (``plan.center_cols``, else the detector's), sdd, the model, and the
+    volume, detector and FBP distance weight (``plan.dist_sod``) scalars. Raises what
+    :func:`plan_geometry_vjp` raises."""
     views = getattr(plan, "views", None)
     if (plan.modular or views is None or views.magnify_z
             or views.column_model not in (PARALLEL, FLAT, CURVED) or views.focus is not None
@@ -608,8 +659,6 @@ def plan_geometry_vjp(plan, f, gbar):
     na = views.col_dir.shape[0]
     center_col = (np.full(na, float(s.center_col)) if plan.center_cols is None
                   else plan.center_cols)
-    return geometry_vjp(
-        f, gbar, views.col_dir, views.source_xy, center_col,
-        np.full(na, float(views.sdd)), views.column_model, s.fov_r2, s.x0, s.y0, s.z0,
-        s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height, s.center_row,
-        float(plan.dist_sod))
+    return (views.col_dir, views.source_xy, center_col, np.full(na, float(views.sdd)),
+            views.column_model, s.fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
+            s.pixel_width, s.pixel_height, s.center_row, float(plan.dist_sod))
