@@ -20,6 +20,8 @@ from conftest import analytic_and_central_difference, axial_model_loss, fit_geom
 
 torch = pytest.importorskip("torch")
 
+import geometry_test_fields as _fields  # noqa: E402
+
 from leap.geometry import FanBeam  # noqa: E402
 from leap.kernels.plan import make_plan  # noqa: E402
 from leap.torch import Projector  # noqa: E402
@@ -69,29 +71,11 @@ def projector(case, center_col=11.8, forward=True, sod=40.0, sdd=65.0, tau=0.6):
 
 
 def smooth_volume(proj):
-    nz, ny, nx = proj.get_volume_dim()
-    vol = proj.leapct.core_volume()
-    z, y, x = np.meshgrid(np.arange(nz), vol.y0 + np.arange(ny) * vol.voxel_width,
-                          vol.x0 + np.arange(nx) * vol.voxel_width, indexing="ij")
-    r2 = (x - OBJECT_CENTRE[0]) ** 2 + (y - OBJECT_CENTRE[1]) ** 2
-    taper = np.clip(1.0 - r2 / OBJECT_RADIUS ** 2, 0.0, None) ** 2
-    f = taper * (1 + 0.5 * np.sin(0.7 * x + 0.3) * np.cos(0.5 * y) + 0.3 * np.sin(0.9 * z))
-    return torch.tensor(f[None], dtype=torch.float32)
+    return _fields.smooth_volume(proj, OBJECT_CENTRE, OBJECT_RADIUS, taper_z=False)
 
 
-def ramp(shape, rotation=False):
-    """ḡ (1, *shape): a ramp along the columns, the same in every view; for ``rotation``
-    its slope's sign follows how fast the object's centre moves across the rays as the
-    scan rotates (with the same slope in every view the first-order effect of rotating
-    the scan cancels, leaving a derivative below the float32 differences' noise)."""
-    a, j, i = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
-    slope = 0.3
-    if rotation:
-        psi = np.deg2rad(PHIS)[a]
-        speed = -OBJECT_CENTRE[0] * np.sin(psi) + OBJECT_CENTRE[1] * np.cos(psi)
-        slope = 0.3 * (np.sign(speed) + 0.3 * np.sin(1.3 * a))
-    g = 1 + slope * (i - 0.5 * (shape[2] - 1)) + 0.2 * j + 0.1 * a
-    return torch.tensor(g[None], dtype=torch.float64)
+def ramp(shape, **kw):
+    return _fields.ramp(shape, PHIS, OBJECT_CENTRE, **kw)
 
 
 # -------------------------------------------------------------- the conversion

@@ -21,6 +21,8 @@ from conftest import analytic_and_central_difference, fit_geometry, with_numba_t
 
 torch = pytest.importorskip("torch")
 
+import geometry_test_fields as _fields  # noqa: E402
+
 from leap.torch import Projector  # noqa: E402
 from leap.torch import _curved_params as cp  # noqa: E402
 
@@ -43,33 +45,11 @@ def projector(helical=False, center_col=11.6, forward=True):
 
 
 def smooth_volume(proj):
-    nz, ny, nx = proj.get_volume_dim()
-    vol = proj.leapct.core_volume()
-    z, y, x = np.meshgrid(np.arange(nz), vol.y0 + np.arange(ny) * vol.voxel_width,
-                          vol.x0 + np.arange(nx) * vol.voxel_width, indexing="ij")
-    r2 = (x - OBJECT_CENTRE[0]) ** 2 + (y - OBJECT_CENTRE[1]) ** 2
-    taper = np.clip(1.0 - r2 / OBJECT_RADIUS ** 2, 0.0, None) ** 2
-    # Tapered along z as well: a column's end voxels near 0, so that the row ends
-    # crossing pixel edges (kinks) within a difference step hardly weigh.
-    taper = taper * np.sin(np.pi * (z + 0.5) / nz) ** 2
-    f = taper * (1 + 0.5 * np.sin(0.7 * x + 0.3) * np.cos(0.5 * y) + 0.3 * np.sin(0.9 * z))
-    return torch.tensor(f[None], dtype=torch.float32)
+    return _fields.smooth_volume(proj, OBJECT_CENTRE, OBJECT_RADIUS, taper_z=True)
 
 
-def ramp(shape, rotation=False, row_slope_per_view=0.0):
-    """ḡ (1, *shape): a smooth ramp; ``rotation``: its column slope's sign follows how the
-    object's centre moves across the rays (see test_axial_geometry_parameters.ramp);
-    ``row_slope_per_view``: a row slope that changes sign across the views (helical
-    pitch: the views below and above the middle angle move the other way)."""
-    a, j, i = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
-    slope = 0.3
-    if rotation:
-        psi = np.deg2rad(PHIS)[a]
-        speed = -OBJECT_CENTRE[0] * np.sin(psi) + OBJECT_CENTRE[1] * np.cos(psi)
-        slope = 0.3 * (np.sign(speed) + 0.3 * np.sin(1.3 * a))
-    rows = 0.2 + row_slope_per_view * (a - 0.5 * (shape[0] - 1))
-    g = 1 + slope * (i - 0.5 * (shape[2] - 1)) + rows * j + 0.1 * a
-    return torch.tensor(g[None], dtype=torch.float64)
+def ramp(shape, **kw):
+    return _fields.ramp(shape, PHIS, OBJECT_CENTRE, **kw)
 
 
 # -------------------------------------------------------------- the conversion
