@@ -22,13 +22,15 @@ when every shift is 0, else the CPU axial kernels with the per-view sources. The
 is the other operator for the data and the curved cone VJP (on the CPU; CUDA tensors are
 copied to the host for it, the gradients returned on the parameters' device) for the
 tensors; the VJP takes its row factor's terms from the projection the call has computed
-anyway (the projector's output, or the back-projector's data gradient) when there is one. The field-of-view mask is the core geometry's at the parameters' values, held
-fixed for the gradient. No flying focal spot (``source_shifts``: ValueError) and no tilt
-(a curved detector cannot tilt).
+anyway (the projector's output, or the back-projector's data gradient) when there is one.
+The field-of-view mask is the core geometry's at the parameters' values, held fixed for
+the gradient. No flying focal spot (``source_shifts``: ValueError) and no tilt (a curved
+detector cannot tilt).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import torch
@@ -96,15 +98,17 @@ def curved_views(params):
 
 
 def core_geometry(params, detector):
-    """The core curved ``ConeBeam`` of the parameters' current values (shifts aside), on
-    ``detector`` with its centre replaced."""
+    """The core ``ConeBeam`` of cone-beam parameters' current values (shifts aside), on
+    ``detector`` (flat or curved) with its centre replaced; ``tiltAngle`` (degrees) where
+    the parameters have one (flat detectors)."""
     def value(name):
         return float(torch.as_tensor(params[name]).detach())
 
     det = detector.with_changes(center_col=value("centerCol"), center_row=value("centerRow"))
     angles = facade_angles(params)
+    tilt = math.radians(value("tiltAngle")) if "tiltAngle" in params else 0.0
     return ConeBeam(detector=det, angles=angles, sod=value("sod"), sdd=value("sdd"),
-                    tau=value("tau"), helical_pitch=value("helicalPitch"))
+                    tau=value("tau"), helical_pitch=value("helicalPitch"), tilt=tilt)
 
 
 class _Curved(_Axial):

@@ -21,7 +21,8 @@ in the data and in the parameters θ::
 * ``Bᵀ(θ)``: the matched back-projection through the parameters, differentiable in them:
   cone beams by their modular form (:func:`leap.torch.modular_backproject`) times the
   field-of-view mask of leap's cone kernels (at the parameters' values, held fixed for
-  the gradient; ``leap.torch._trainable.cone_operators``, which the projector uses too), parallel beams by ``axial_apply`` (``leap.torch._axial_params``), fan
+  the gradient; ``leap.torch._trainable.cone_operators``, which the projector uses too),
+  parallel beams by ``axial_apply`` (``leap.torch._axial_params``), fan
   beams by the axial kernels with FBP's distance weight sod/(sod − x·θ), whose geometry
   VJP (``leap.kernels.cpu.axial_view_vjp``, ``dist_sod``; on CUDA tensors
   ``leap.kernels.cuda.axial_view_vjp``) differentiates the weight too

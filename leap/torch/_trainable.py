@@ -9,15 +9,12 @@ theirs (:mod:`leap.torch._curved_params`).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
-from ..geometry import ConeBeam
 from ..kernels.plan import make_plan
 from ._axial_params import axial_apply, axial_facade_parameters, parameter_names
-from ._curved_params import CURVED_NAMES, curved_apply, curved_facade_parameters
+from ._curved_params import CURVED_NAMES, core_geometry, curved_apply, curved_facade_parameters
 from ._geometry_params import PARAMETER_NAMES, facade_parameters, modular_from_parameters
 from ._operator import CTOperator, check_input
 from .geometry import modular_backproject, modular_project
@@ -48,22 +45,14 @@ def _modular_facade_parameters(leapct):
 
 def _fov_mask(params, system, device):
     """The field-of-view mask (ny, nx) float64 of leap's cone kernels for the flat cone
-    beam of the parameters' current values (shifts aside), or None where they mask
-    nothing (a tilted detector runs on the modular kernels). The modular kernels mask
-    nothing, so :func:`cone_operators` applies it; it is held fixed for the gradient (a
-    jump of the model, which no gradient sees)."""
-    geo, vol = system.geometry, system.volume
-
-    def value(name):
-        return float(params[name].detach())
-
-    cone = ConeBeam(detector=geo.detector.with_changes(center_col=value("centerCol"),
-                                                       center_row=value("centerRow")),
-                    angles=np.deg2rad(params["phis"].detach().cpu().numpy()),
-                    sod=value("sod"), sdd=value("sdd"), tau=value("tau"),
-                    tilt=math.radians(value("tiltAngle")),
-                    helical_pitch=value("helicalPitch"))
-    plan = make_plan(cone, vol, fov_radius=system.fov_radius)
+    beam of the parameters' current values (shifts aside; the radius the facade's
+    projectors use, ``CTSystem._projector_fov``), or None where they mask nothing (a
+    tilted detector runs on the modular kernels). The modular kernels mask nothing, so
+    :func:`cone_operators` applies it; it is held fixed for the gradient (a jump of the
+    model, which no gradient sees)."""
+    cone = core_geometry(params, system.geometry.detector)
+    vol = system.volume
+    plan = make_plan(cone, vol, fov_radius=system.with_changes(geometry=cone)._projector_fov())
     if plan.modular:
         return None
     # The kernels' own test (leap.kernels.cpu.columns.fov_ix_range).
@@ -73,17 +62,13 @@ def _fov_mask(params, system, device):
     return torch.as_tensor(inside, dtype=torch.float64, device=device)
 
 
-def cone_operators(params, leapct, system):
-    """(project, backproject): functions of a batch ``(b, nz, ny, nx)`` / ``(b, numAngles,
-    numRows, numCols)`` through the flat cone beam of ``params``
-    (:data:`~leap.torch._geometry_params.PARAMETER_NAMES`), differentiable in both: the
-    modular form (:func:`~leap.torch._geometry_params.modular_from_parameters`,
-    :func:`leap.torch.modular_project`) with the facade's field-of-view mask (``_fov_mask``)."""
+def _modular_operators(geometry, system, mask=None):
+    """(project, backproject): functions of a batch through the modular tensors
+    ``geometry`` (:func:`leap.torch.modular_project` / ``modular_backproject`` on
+    ``system``'s detector and volume), the volume side times ``mask`` (ny, nx) if given."""
     d = system.geometry.detector
     spec = dict(num_rows=d.num_rows, num_cols=d.num_cols, pixel_height=d.pixel_height,
                 pixel_width=d.pixel_width, volume=system.volume)
-    geometry = modular_from_parameters(params, leapct)
-    mask = _fov_mask(params, system, params["sod"].device)
     if mask is None:
         return (lambda f: modular_project(f, *geometry, **spec),
                 lambda q: modular_backproject(q, *geometry, **spec))
@@ -93,6 +78,24 @@ def cone_operators(params, leapct, system):
 
     return (lambda f: modular_project(masked(f), *geometry, **spec),
             lambda q: masked(modular_backproject(q, *geometry, **spec)))
+
+
+def cone_operators(params, leapct, system):
+    """(project, backproject): functions of a batch ``(b, nz, ny, nx)`` / ``(b, numAngles,
+    numRows, numCols)`` through the flat cone beam of ``params``
+    (:data:`~leap.torch._geometry_params.PARAMETER_NAMES`), differentiable in both: the
+    modular form (:func:`~leap.torch._geometry_params.modular_from_parameters`,
+    :func:`leap.torch.modular_project`) with the facade's field-of-view mask (``_fov_mask``)."""
+    return _modular_operators(modular_from_parameters(params, leapct), system,
+                              _fov_mask(params, system, params["sod"].device))
+
+
+def _require_zero_shifts(params, what):
+    """ValueError unless every per-view shift is 0: ``what`` holds no per-view translations."""
+    if bool((params["shifts"] != 0).any()):
+        raise ValueError(f"the shifts of a {what} cannot be written back: no {what} geometry "
+                         "holds per-view translations. Zero them, or "
+                         "clear_geometry_parameters(write_back=False)")
 
 
 class TrainableGeometry:
@@ -221,38 +224,28 @@ class TrainableGeometry:
                     lc.set_modularbeam(*dims, *(params[k].detach().cpu().numpy().copy()
                                                 for k in MODULAR_NAMES))
                 elif family == "curved":
-                    self._write_back_curved(params, dims)
+                    _require_zero_shifts(params, "curved cone beam")
+                    self._write_back_cone(params, dims)
+                    lc.set_curvedDetector()
                 elif bool((params["shifts"] == 0).all()):
-                    v = {k: params[k].detach().cpu() for k in PARAMETER_NAMES}
-                    lc.set_conebeam(*dims, float(v["centerRow"]), float(v["centerCol"]),
-                                    v["phis"].numpy().copy(), float(v["sod"]), float(v["sdd"]),
-                                    float(v["tau"]), float(v["helicalPitch"]),
-                                    float(v["tiltAngle"]))
+                    self._write_back_cone(params, dims)
                 else:
                     arrays = [t.cpu().numpy().copy()
                               for t in modular_from_parameters(params, lc)]
                     lc.set_modularbeam(*dims, *arrays)
         del self.geometry_params
 
-    def _write_back_curved(self, params, dims):
-        """``set_conebeam`` + ``set_curvedDetector`` with the parameters' values."""
-        if bool((params["shifts"] != 0).any()):
-            raise ValueError("the shifts of a curved cone beam cannot be written back: no "
-                             "curved-detector geometry holds per-view translations. Zero "
-                             "them, or clear_geometry_parameters(write_back=False)")
-        v = {k: params[k].detach().cpu() for k in CURVED_NAMES}
-        lc = self.leapct
-        lc.set_conebeam(*dims, float(v["centerRow"]), float(v["centerCol"]),
-                        v["phis"].numpy().copy(), float(v["sod"]), float(v["sdd"]),
-                        float(v["tau"]), float(v["helicalPitch"]))
-        lc.set_curvedDetector()
+    def _write_back_cone(self, params, dims):
+        """``set_conebeam`` with the parameters' values (``tiltAngle`` where they have it)."""
+        v = {k: params[k].detach().cpu() for k in params}
+        tilt = float(v["tiltAngle"]) if "tiltAngle" in v else 0.0
+        self.leapct.set_conebeam(*dims, float(v["centerRow"]), float(v["centerCol"]),
+                                 v["phis"].numpy().copy(), float(v["sod"]), float(v["sdd"]),
+                                 float(v["tau"]), float(v["helicalPitch"]), tilt)
 
     def _write_back_axial(self, params, dims):
         """``set_parallelbeam`` / ``set_fanbeam`` with the parameters' values."""
-        if bool((params["shifts"] != 0).any()):
-            raise ValueError("the shifts of a parallel or fan beam cannot be written back: "
-                             "no parallel or fan geometry holds per-view translations. Zero "
-                             "them, or clear_geometry_parameters(write_back=False)")
+        _require_zero_shifts(params, "parallel or fan beam")
         lc = self.leapct
         v = {k: params[k].detach().cpu() for k in params}
         phis = v["phis"].numpy().copy()
@@ -279,15 +272,11 @@ class TrainableGeometry:
             return axial_apply(input, dict(params.items()), system, op.kind)
         if family == "curved":
             return curved_apply(input, dict(params.items()), system, op.kind)
-        x = input.reshape(-1, *op.in_shape)
         if family == "modular":
-            g = system.geometry.detector
-            spec = dict(num_rows=g.num_rows, num_cols=g.num_cols, pixel_height=g.pixel_height,
-                        pixel_width=g.pixel_width, volume=system.volume)
-            geometry = tuple(params[k] for k in MODULAR_NAMES)
-            fn = modular_project if self.forward_project else modular_backproject
-            out = fn(x, *geometry, **spec)
+            project, backproject = _modular_operators(
+                tuple(params[k] for k in MODULAR_NAMES), system)
         else:
             project, backproject = cone_operators(params, self.leapct, system)
-            out = project(x) if self.forward_project else backproject(x)
+        x = input.reshape(-1, *op.in_shape)
+        out = project(x) if self.forward_project else backproject(x)
         return out.reshape(*input.shape[:-3], *op.out_shape)

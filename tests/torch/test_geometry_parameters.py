@@ -146,6 +146,22 @@ def test_untilted_cone_parameters_keep_the_facades_field_of_view(forward):
         assert float((proj(x) - nominal).norm() / nominal.norm()) < 1e-4
 
 
+@pytest.mark.parametrize("forward", [True, False])
+def test_untilted_cone_parameters_keep_an_offset_scans_field_of_view(forward):
+    """An offset-detector scan's projectors mask with the farther detector side's radius
+    (wider than the nearer side's, the geometry's own): so do the parameters'."""
+    proj = Projector(forward_project=forward)
+    proj.set_conebeam(ANGLES.size, 4, 16, 1.0, 1.0, 1.5, 3.0, np.rad2deg(ANGLES), 30.0, 50.0)
+    proj.set_default_volume()
+    proj.leapct.set_offsetScan(True)
+    shape = proj.get_volume_dim() if forward else proj.get_projection_dim()
+    x = torch.tensor(np.random.default_rng(5).random((1, *shape)), dtype=torch.float32)
+    nominal = proj(x)
+    proj.geometry_parameters()
+    with torch.no_grad():
+        assert float((proj(x) - nominal).norm() / nominal.norm()) < 1e-4   # kernel rounding
+
+
 def test_geometry_parameters_need_a_supported_geometry():
     """Cone-parallel geometries have no geometry parameters; parallel and fan beams
     (tests/torch/test_axial_geometry_parameters.py), curved cone beams
