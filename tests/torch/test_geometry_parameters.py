@@ -124,42 +124,46 @@ def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
     assert proj.leapct.get_helicalPitch() == pytest.approx(0.05)
 
 
+def untilted_cone(forward, rows, cols, center_row, center_col):
+    proj = Projector(forward_project=forward)
+    proj.set_conebeam(ANGLES.size, rows, cols, 1.0, 1.0, center_row, center_col,
+                      np.rad2deg(ANGLES), 30.0, 50.0)
+    proj.set_default_volume()
+    return proj
+
+
+def error_through_parameters(proj, seed):
+    """Relative L2 difference of the module's output through its geometry parameters
+    from the facade's, for a random input (the parameters are cleared afterwards)."""
+    shape = proj.get_volume_dim() if proj.forward_project else proj.get_projection_dim()
+    x = torch.tensor(np.random.default_rng(seed).random((1, *shape)), dtype=torch.float32)
+    with torch.no_grad():
+        nominal = proj(x)
+        proj.geometry_parameters()
+        err = float((proj(x) - nominal).norm() / nominal.norm())
+    proj.clear_geometry_parameters()
+    return err
+
+
 @pytest.mark.parametrize("forward", [True, False])
 def test_untilted_cone_parameters_keep_the_facades_field_of_view(forward):
     """An untilted cone beam runs on the facade's cone kernels, which skip the voxels
     outside the field of view; through the parameters (the modular kernels, which mask
     nothing) the same voxels are masked, so a default volume, whose corners lie outside,
-    gives the facade's numbers."""
-    proj = Projector(forward_project=forward)
-    proj.set_conebeam(ANGLES.size, 10, 12, 1.0, 1.0, 4.5, 5.2, np.rad2deg(ANGLES), 30.0, 50.0)
-    proj.set_default_volume()
-    shape = proj.get_volume_dim() if forward else proj.get_projection_dim()
-    x = torch.tensor(np.random.default_rng(4).random((1, *shape)), dtype=torch.float32)
-    nominal = proj(x)
-    proj.geometry_parameters()
-    with torch.no_grad():
-        assert float((proj(x) - nominal).norm() / nominal.norm()) < 1e-4   # kernel rounding
-        proj.leapct.set_diameterFOV(4.0)    # a set field of view as well
-        proj.clear_geometry_parameters()
-        nominal = proj(x)
-        proj.geometry_parameters()
-        assert float((proj(x) - nominal).norm() / nominal.norm()) < 1e-4
+    gives the facade's numbers (to the kernels' rounding)."""
+    proj = untilted_cone(forward, 10, 12, 4.5, 5.2)
+    assert error_through_parameters(proj, 4) < 1e-4
+    proj.leapct.set_diameterFOV(4.0)    # a set field of view as well
+    assert error_through_parameters(proj, 4) < 1e-4
 
 
 @pytest.mark.parametrize("forward", [True, False])
 def test_untilted_cone_parameters_keep_an_offset_scans_field_of_view(forward):
     """An offset-detector scan's projectors mask with the farther detector side's radius
     (wider than the nearer side's, the geometry's own): so do the parameters'."""
-    proj = Projector(forward_project=forward)
-    proj.set_conebeam(ANGLES.size, 4, 16, 1.0, 1.0, 1.5, 3.0, np.rad2deg(ANGLES), 30.0, 50.0)
-    proj.set_default_volume()
+    proj = untilted_cone(forward, 4, 16, 1.5, 3.0)
     proj.leapct.set_offsetScan(True)
-    shape = proj.get_volume_dim() if forward else proj.get_projection_dim()
-    x = torch.tensor(np.random.default_rng(5).random((1, *shape)), dtype=torch.float32)
-    nominal = proj(x)
-    proj.geometry_parameters()
-    with torch.no_grad():
-        assert float((proj(x) - nominal).norm() / nominal.norm()) < 1e-4   # kernel rounding
+    assert error_through_parameters(proj, 5) < 1e-4
 
 
 def test_geometry_parameters_need_a_supported_geometry():
