@@ -13,8 +13,8 @@ Runs, and prints a PASS/FAIL line per check plus a JSON summary (also written to
    multi-device split (``devices=[0, 0]``, or all GPUs) equal to the unchunked result;
 5. geometry gradients through torch (``Projector.geometry_parameters()``): parallel, fan,
    flat and curved cone and modular beams, CUDA tensors against CPU tensors (the CUDA
-   geometry VJPs of the modular and parallel/fan models, relative L2 ≤ 1e-5), and the
-   volume gradient;
+   geometry VJPs of the modular, parallel/fan and curved cone models, relative L2
+   ≤ 1e-5), and the volume gradient;
 6. benchmarks (device-resident CuPy arrays when CuPy is installed, else Numba device
    arrays): cone beam 256³ / 360 views / 256² detector and 512³ / 720 views / 512²
    detector: project, back-project and FBP seconds and voxel-view updates per second

@@ -1,10 +1,11 @@
 """Curved-detector cone-beam parameters as tensors, differentiable (issue 35).
 
 A curved detector has no modular (flat-module) form, so, like parallel and fan beams
-(``leap.torch._axial_params``), it is differentiated on leap's own axial model: the CPU
-kernel ``leap.kernels.cpu.curved_cone_vjp`` gives the gradient with respect to the
-per-view quantities the axial kernels take, and :func:`curved_views` maps the standard
-parameters to them in torch (float64, so autograd chains) with the formulas of
+(``leap.torch._axial_params``), it is differentiated on leap's own axial model: the
+kernel ``leap.kernels.cpu.curved_cone_vjp`` (CPU) or ``leap.kernels.cuda.curved_cone_vjp``
+(CUDA) gives the gradient with respect to the per-view quantities the axial kernels take,
+and :func:`curved_views` maps the standard parameters to them in torch (float64, so
+autograd chains) with the formulas of
 ``leap.geometry.ConeBeam.axial_views``: with ψ the view angle (``phis`` in degrees),
 θ⊥ = (cos ψ, sin ψ), θ = (sin ψ, −cos ψ) and ψ_mid the mean of the first and last angle,
 
@@ -19,10 +20,14 @@ object by s is translating the source (and the detector with it) by −s.
 tensors ``(col_dir (n, 2), source (n, 3), centers (n, 2), sdd (n,))``: the forward is the
 facade's own operator on the core ``ConeBeam`` built from the parameters' current values
 when every shift is 0, else the CPU axial kernels with the per-view sources. The backward
-is the other operator for the data and the curved cone VJP (on the CPU; CUDA tensors are
-copied to the host for it, the gradients returned on the parameters' device) for the
-tensors; the VJP takes its row factor's terms from the projection the call has computed
-anyway (the projector's output, or the back-projector's data gradient) when there is one.
+is the other operator for the data and the curved cone VJP for the tensors, run where the
+volume and upstream gradient are (as ``leap.torch._axial_params.plan_vjp``): on CUDA
+tensors the CUDA kernel on the device arrays, zero-copy, on the caller's stream (the
+tensors are copied to the host only where Numba cannot run CUDA kernels), otherwise the
+CPU kernel; the gradients are returned on the parameters' device. The VJP takes its row
+factor's terms from the projection the call has computed anyway (the projector's output,
+or the back-projector's data gradient) when there is one (the CPU kernel projects
+otherwise, the CUDA kernel sums those terms itself).
 The field-of-view mask is the core geometry's at the parameters' values, held fixed for
 the gradient. No flying focal spot (``source_shifts``: ValueError) and no tilt (a curved
 detector cannot tilt).
@@ -37,9 +42,9 @@ import torch
 
 from ..geometry import ConeBeam
 from ..kernels.cpu.curved_cone_vjp import plan_geometry_vjp
-from ._axial_params import _Axial, facade_angles, parse_views
+from ._axial_params import _Axial, _numba_cuda, facade_angles, parse_views
 from ._geometry_params import facade_values
-from .geometry import GeometryOperator, _as_array, _as_samples
+from .geometry import GeometryOperator, _as_array, _as_samples, _cuda_samples
 
 __all__ = ["CURVED_NAMES", "curved_views", "curved_facade_parameters", "curved_apply"]
 
@@ -115,8 +120,9 @@ class _Curved(_Axial):
     """``_Axial`` with the sources' heights per view and the curved cone VJP. Its
     projections are remembered (the last one, with the identity of its input), so that
     the VJP of the same volume takes its row factor's terms from them rather than
-    projecting again: the forward's output for a projector, the data gradient's
-    projection for a back-projector (``GeometryOperator.backward`` computes it first)."""
+    projecting again (CPU) or summing those terms itself (CUDA): the forward's output
+    for a projector, the data gradient's projection for a back-projector
+    (``GeometryOperator.backward`` computes it first)."""
 
     def __init__(self, system, col_dir, source, centers, shifted):
         super().__init__(system, col_dir, source[:, :2], centers[:, 0], shifted)
@@ -141,20 +147,38 @@ class _Curved(_Axial):
             self._projected = (key, out.detach(), out_key) if key and out_key else None
         return out
 
-    def _projection(self, f):
-        """The remembered projection of f (float32 host samples), or None."""
+    def _projection(self, f, on_cuda=False):
+        """The remembered projection of f, or None: float32 host samples, or with
+        ``on_cuda`` float32 contiguous CUDA samples on f's device."""
         if self._projected is None:
             return None
         key, out, out_key = self._projected
         if key != self._key(f) or out_key != self._key(out):
             return None
+        if on_cuda:
+            return _cuda_samples(out.to(f.device), self.system.projection_shape)
         return _as_samples(out, self.system.projection_shape)
 
-    def vjp(self, f, gbar, tensors, needs):
+    def _plan_vjp(self, f, gbar):
+        """``plan_geometry_vjp`` of the batches f and gbar (tensors): on CUDA tensors the
+        CUDA kernel on the device arrays, zero-copy, on the caller's stream; otherwise (or
+        where Numba cannot run CUDA kernels) the CPU kernel on host copies. Host arrays."""
         s = self.system
-        d_col, d_xy, d_z, d_sdd, d_cc, d_cr = plan_geometry_vjp(
-            self.view_plan, _as_samples(f, s.volume_shape),
-            _as_samples(gbar, s.projection_shape), self._projection(f))
+        if _numba_cuda(f, gbar):
+            from ..arrays import as_numba, caller_stream, device_context
+            from ..kernels.cuda.curved_cone_vjp import plan_geometry_vjp as cuda_vjp
+            fs = _cuda_samples(f, s.volume_shape)
+            gs = _cuda_samples(gbar, s.projection_shape)
+            proj = self._projection(f, on_cuda=True)
+            with device_context(fs.device.index):
+                return cuda_vjp(self.view_plan, as_numba(fs), as_numba(gs),
+                                None if proj is None else as_numba(proj),
+                                stream=caller_stream(fs))
+        return plan_geometry_vjp(self.view_plan, _as_samples(f, s.volume_shape),
+                                 _as_samples(gbar, s.projection_shape), self._projection(f))
+
+    def vjp(self, f, gbar, tensors, needs):
+        d_col, d_xy, d_z, d_sdd, d_cc, d_cr = self._plan_vjp(f, gbar)
         result = (d_col, np.concatenate([d_xy, d_z[:, None]], axis=1),
                   np.stack([d_cc, d_cr], axis=1), d_sdd)
         return [torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None

@@ -128,17 +128,17 @@ class TrainableGeometry:
           tensors, ``leap.kernels.cuda.axial_view_vjp``; the parameters mapped by
           ``leap.torch._axial_params``).
         * Curved-detector cone beams (``set_conebeam`` then ``set_curvedDetector``;
-          circular or helical) likewise, on the axial cone model (the CPU kernel
-          ``leap.kernels.cpu.curved_cone_vjp``, the parameters mapped by
+          circular or helical) likewise, on the axial cone model (the kernels
+          ``leap.kernels.cpu.curved_cone_vjp`` and, for CUDA tensors,
+          ``leap.kernels.cuda.curved_cone_vjp``; the parameters mapped by
           ``leap.torch._curved_params``).
 
         For the last two, with all shifts 0 the forward numbers are the facade's
         (``leapct.project``); nonzero shifts, which the core geometries cannot hold, run
         on the CPU kernels with per-view values; the geometry gradient is computed where
-        the tensors are for parallel and fan beams, on the CPU for curved cone beams (CUDA
-        tensors are copied to the host for it); the gradients come back on the
-        parameters' device. Every gradient is the exact derivative of leap's footprint
-        model, one-sided at its kinks (a footprint end on a pixel edge and the like; see
+        the tensors are (on CUDA tensors by the CUDA kernels, where Numba can run them);
+        the gradients come back on the parameters' device. Every gradient is the exact
+        derivative of leap's footprint model, one-sided at its kinks (a footprint end on a pixel edge and the like; see
         the kernels' modules).
 
         Returns

@@ -71,7 +71,9 @@ of the model) are skipped. Not modelled here: a flying focal spot (``focus``).
 
 Parallelisation: ``leap.kernels.cpu.threads.run`` shares the views out, each view's
 gradients written by its thread only (results do not depend on the number of threads);
-sums are float64 (reassociated, ``REDUCE_JIT``).
+sums are float64 (reassociated, ``REDUCE_JIT``). The CUDA twin,
+``leap.kernels.cuda.curved_cone_vjp``, compiles this module's scalar functions
+(``row_terms``) and shares its checks (``checked_views``, ``plan_arguments``).
 """
 from __future__ import annotations
 
@@ -88,6 +90,25 @@ from .axial_geometry_vjp import _columns, interior_cumsums, row_cumsums
 from .axial_view_vjp import _fan_col
 from .columns import fov_ix_range
 from .modular_geometry_vjp import _end_pixel, batched
+
+
+def row_terms(weight, s0, s1, mfac, dist, sd, dx, dy):
+    """One voxel column's row-end terms (∂sx, ∂sy, ∂sdd, ∂s_z, ∂center_row) from its
+    edge sums ``s0 = ΣV``, ``s1 = ΣVζ`` (module notes), its weight, ``dist = ρ``, the
+    view's ``mfac = sdd/pixel_height`` (M = mfac/ρ), sdd and ``(dx, dy) = (x, y) − s``:
+    the row ends ``center_row + M·ζ`` give ``∂L/∂center_row = w·ΣV``,
+    ``∂L/∂s_z = −M·w·ΣV`` and ``∂L/∂M = w·ΣVζ``, which reaches sdd (∂M/∂sdd = M/sdd)
+    and the source through ρ (∂M/∂ρ = −M/ρ, ∂ρ/∂s = −d/ρ). A plain scalar function:
+    the CPU (:func:`_views`) and CUDA (``leap.kernels.cuda.curved_cone_vjp``) kernels
+    compile it."""
+    v0 = weight * s0
+    gM = weight * s1
+    M = mfac / dist
+    gr = gM * M / (dist * dist)          # −∂L/∂ρ / ρ
+    return gr * dx, gr * dy, gM * M / sd, -(M * v0), v0
+
+
+_row_terms = numba.njit(**dict(FAST_JIT, inline="always"))(row_terms)
 
 
 @numba.njit(**dict(REDUCE_JIT, inline="always"))
@@ -257,15 +278,12 @@ def _views(Dc, extent, gbar, rf, col_dir, source_xy, source_z, sdd, center_col, 
                 for i in range(6):
                     acc[i] += t[i]
                 # Rows: ends center_row + M·ζ.
-                v0 = weight * s0
-                gM = weight * s1
-                M = mfac / dist
-                acc[4] += gM * M / sd
-                gr = gM * M / (dist * dist)          # −∂L/∂ρ / ρ
-                acc[2] += gr * (x - sx)
-                acc[3] += gr * dy
-                acc[6] -= M * v0
-                acc[7] += v0
+                t = _row_terms(weight, s0, s1, mfac, dist, sd, x - sx, dy)
+                acc[2] += t[0]
+                acc[3] += t[1]
+                acc[4] += t[2]
+                acc[6] += t[3]
+                acc[7] += t[4]
         for i in range(8):
             out[a, i] = acc[i]
 
@@ -336,6 +354,26 @@ def _add_row_dots(gbar, b, p0, R):
             R[a, j] += s
 
 
+def checked_views(f_shape, gbar_shape, col_dir, source_xy, source_z, sdd, center_col,
+                  center_row):
+    """:func:`geometry_vjp`'s checks of the batched shapes (nb, nz, ny, nx) and (nb, na,
+    nrows, ncols); returns the per-view inputs as C-contiguous float64 arrays, col_dir
+    and source_xy (na, 2), the others (na,) (scalars broadcast). Shared with the CUDA
+    kernel (``leap.kernels.cuda.curved_cone_vjp``)."""
+    if len(f_shape) != 4 or len(gbar_shape) != 4 or f_shape[0] != gbar_shape[0]:
+        raise ValueError("f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
+                         f"got shapes {tuple(f_shape)} and {tuple(gbar_shape)}")
+    na = gbar_shape[1]
+    col_dir = np.ascontiguousarray(col_dir, dtype=np.float64)
+    source_xy = np.ascontiguousarray(source_xy, dtype=np.float64)
+    for name, v in (("col_dir", col_dir), ("source_xy", source_xy)):
+        if v.shape != (na, 2):
+            raise ValueError(f"{name} must have shape ({na}, 2), got {v.shape}")
+    per_view = [np.ascontiguousarray(np.broadcast_to(v, (na,)), dtype=np.float64)
+                for v in (source_z, sdd, center_col, center_row)]
+    return (col_dir, source_xy, *per_view)
+
+
 def geometry_vjp(f, gbar, col_dir, source_xy, source_z, sdd, center_col, center_row, fov_r2,
                  x0, y0, z0, voxel_width, voxel_height, pixel_width, pixel_height,
                  projection=None):
@@ -370,20 +408,12 @@ def geometry_vjp(f, gbar, col_dir, source_xy, source_z, sdd, center_col, center_
     d_source_z, d_sdd, d_center_col, d_center_row : (na,) float64
     """
     f, gbar = batched(f, gbar)
-    if f.ndim != 4 or gbar.ndim != 4 or f.shape[0] != gbar.shape[0]:
-        raise ValueError("f (nb, nz, ny, nx) and gbar (nb, na, nrows, ncols) need one batch; "
-                         f"got shapes {f.shape} and {gbar.shape}")
+    views = checked_views(f.shape, gbar.shape, col_dir, source_xy, source_z, sdd,
+                          center_col, center_row)
+    col_dir, source_xy, source_z, sdd, center_col, center_row = views
     f = np.ascontiguousarray(f, dtype=np.float32)
     gbar = np.ascontiguousarray(gbar, dtype=np.float32)
     na, nrows = gbar.shape[1], gbar.shape[2]
-    col_dir = np.ascontiguousarray(col_dir, dtype=np.float64)
-    source_xy = np.ascontiguousarray(source_xy, dtype=np.float64)
-    for name, v in (("col_dir", col_dir), ("source_xy", source_xy)):
-        if v.shape != (na, 2):
-            raise ValueError(f"{name} must have shape ({na}, 2), got {v.shape}")
-    per_view = [np.ascontiguousarray(np.broadcast_to(v, (na,)), dtype=np.float64)
-                for v in (source_z, sdd, center_col, center_row)]
-    source_z, sdd, center_col, center_row = per_view
     scalars = [float(v) for v in (fov_r2, x0, y0, z0, voxel_width, voxel_height,
                                   pixel_width, pixel_height)]
     rf, drf_row, drf_sdd = row_factors(nrows, sdd, center_row, pixel_height)
@@ -422,6 +452,13 @@ def plan_geometry_vjp(plan, f, gbar, projection=None):
         A plan the model above does not describe: not a curved cone beam, FBP's
         weights, or a flying focal spot.
     """
+    return geometry_vjp(f, gbar, *plan_arguments(plan), projection)
+
+
+def plan_arguments(plan):
+    """The arguments of :func:`geometry_vjp` after f and gbar, up to ``pixel_height``,
+    for a plan (see :func:`plan_geometry_vjp`, whose ValueError it raises): shared with
+    the CUDA kernel's callers (``leap.kernels.cuda.curved_cone_vjp``)."""
     views = getattr(plan, "views", None)
     if (plan.modular or views is None or not views.magnify_z or views.column_model != CURVED
             or plan.slice_weights is not None or plan.dist_sod != 0.0):
@@ -434,8 +471,6 @@ def plan_geometry_vjp(plan, f, gbar, projection=None):
     na = views.col_dir.shape[0]
     center_col = (np.full(na, float(s.center_col)) if plan.center_cols is None
                   else plan.center_cols)
-    return geometry_vjp(f, gbar, views.col_dir, views.source_xy, views.source_z,
-                        np.full(na, float(views.sdd)), center_col,
-                        np.full(na, float(s.center_row)), s.fov_r2, s.x0, s.y0, s.z0,
-                        s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height,
-                        projection)
+    return (views.col_dir, views.source_xy, views.source_z, np.full(na, float(views.sdd)),
+            center_col, np.full(na, float(s.center_row)), s.fov_r2, s.x0, s.y0, s.z0,
+            s.voxel_width, s.voxel_height, s.pixel_width, s.pixel_height)
