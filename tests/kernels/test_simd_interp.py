@@ -1,12 +1,18 @@
-"""The vectorised interpolation of cumulative sums (leap.kernels.cpu.simd.interp_block, in
+"""The vectorised interpolation of cumulative sums (leap.kernels.cpu.simd.interp_blocks, in
 leap.kernels.cpu.columns.cumulative_at) is bit for bit the scalar arithmetic."""
 import math
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numba
 import numpy as np
 import pytest
 
-from leap.kernels.cpu.columns import cumulative_at
+from leap.kernels.cpu.columns import (add_cumulative_differences, add_differences,
+                                      add_differences2, cumulative_at)
 
 
 @numba.njit(cache=True)
@@ -55,3 +61,81 @@ def test_blocks_and_tails_equal_the_scalar_arithmetic(dtype):
             assert np.isnan(E[:t0]).all()          # nor before t0
         checked += t1 - t0 + 1
     assert checked > 3000
+
+
+@numba.njit(cache=True)
+def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, two):
+    if two:
+        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1)
+    else:
+        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, None, 0.0)
+
+
+@numba.njit(cache=True)
+def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, two, E):
+    cumulative_at(cum, c, n, o, s, t0, t1, E)
+    if two:
+        add_differences2(E, t0, t1, a, w0, a0, w1, a1)
+    else:
+        add_differences(E, t0, t1, w0, a, a0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("two", [False, True])
+def test_fused_differences_equal_interpolation_then_differences(dtype, two):
+    """add_cumulative_differences = cumulative_at + add_differences(2), bit for bit, on
+    ranges that start and end off the column, inside it, and every mix; nothing is
+    written outside the two output ranges."""
+    rng = np.random.default_rng(5)
+    n = 41
+    cum = np.zeros(2 * (n + 1), dtype=dtype)
+    for c in (0, n + 1):
+        cum[c + 1:c + n + 1] = np.cumsum(rng.standard_normal(n)).astype(dtype)
+    for _ in range(400):
+        c = int(rng.integers(0, 2)) * (n + 1)
+        s = float(rng.uniform(0.3, 2.5))
+        o = float(rng.uniform(-8.0, n + 2.0))
+        t0 = int(rng.integers(0, 12))
+        t1 = t0 + int(rng.integers(0, 45))
+        w0, w1 = (float(w) for w in rng.uniform(-2.0, 2.0, 2))
+        a0, a1 = 3, 70 + int(rng.integers(0, 5))
+        start = rng.standard_normal(200)
+        want, got = start.copy(), start.copy()
+        _separate(cum, c, n, o, s, t0, t1, want, a0, w0, a1, w1, two, np.zeros(t1 + 2))
+        _fused(cum, c, n, o, s, t0, t1, got, a0, w0, a1, w1, two)
+        assert np.array_equal(got, want), (o, s, t0, t1)
+        touched = np.zeros(200, bool)
+        touched[a0 + t0:a0 + t1] = True
+        if two:
+            touched[a1 + t0:a1 + t1] = True
+        assert np.array_equal(got[~touched], start[~touched])
+
+
+#: An AVX2 CPU without AVX-512 (Haswell to Zen 3): the 32-bit index path.
+_AVX2 = ("+64bit,+avx,+avx2,+fma,+sse4.2,+sse4.1,+ssse3,+sse3,+sse2,+sse,+popcnt,+bmi,"
+         "+bmi2,+f16c,+lzcnt,+movbe,+cx16,+fxsr,+xsave,-avx512f,-avx512dq,-avx512vl,"
+         "-avx512bw,-avx512cd")
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="x86 code generation")
+def test_avx2_code_is_bit_for_bit_the_scalar_arithmetic_too(tmp_path):
+    """Compiled for an AVX2 CPU (32-bit lane indices; the CI machine may have AVX-512,
+    which takes 64-bit ones), in a process of its own with an empty cache."""
+    script = (
+        "import numpy as np, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from numba.core.registry import cpu_target\n"
+        "from leap.kernels.cpu import simd\n"
+        "assert simd._index_type(cpu_target.target_context).width == 32\n"
+        "import test_simd_interp as t\n"
+        "for dtype in (np.float32, np.float64):\n"
+        "    t.test_blocks_and_tails_equal_the_scalar_arithmetic(dtype)\n"
+        "    for two in (False, True):\n"
+        "        t.test_fused_differences_equal_interpolation_then_differences(dtype, two)\n"
+        "print('ok')\n" % str(Path(__file__).parent))
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=_AVX2,
+               NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -50,8 +50,8 @@ import numpy as np
 from ..footprints import FLAT
 from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
-from .columns import (GUARD_HI, GUARD_LO, INLINE, add_differences, add_differences2,
-                      add_weighted_differences, column_length, combine_columns, cumulative_at,
+from .columns import (GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
+                      add_differences, add_weighted_differences, column_length, combine_columns, cumulative_at,
                       fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors, squared_heights,
                       store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap,
                       voxel_stretch, weighted_increments)
@@ -203,23 +203,29 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 j1 = int(fj1)
                 # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
                 # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
+                # Two-pixel footprints add the differences as they interpolate, wider
+                # ones interpolate into E once for all their pixels.
                 if slice_w is not None:
                     weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
                                         W)
                     prefix_sum(W, nz, cumw)
-                    cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
-                else:
-                    cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
-                if two_pixels(c_lo, c_hi):
+                narrow = two_pixels(c_lo, c_hi)
+                if narrow:
                     fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
-                    w0 = o0 * weight * B
-                    w1 = o1 * weight * B
                     a0 = (int(fl) + GUARD_LO) * stride
-                    if o1 == 0.0:
-                        add_differences(E, j0, j1 + 1, w0, accf, a0)
+                    if slice_w is not None:
+                        add_cumulative_differences(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0,
+                                                   j1 + 1, accf, a0, o0 * weight * B,
+                                                   a0 + stride, o1 * weight * B)
                     else:
-                        add_differences2(E, j0, j1 + 1, accf, w0, a0, w1, a0 + stride)
+                        add_cumulative_differences(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0,
+                                                   j1 + 1, accf, a0, o0 * weight * B,
+                                                   a0 + stride, o1 * weight * B)
                 else:
+                    if slice_w is not None:
+                        cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
+                    else:
+                        cumulative_at(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
                     i0, i1 = column_range(c_lo, c_hi, ncols)
                     for i in range(i0, i1 + 1):
                         w = overlap(c_lo, c_hi, i - 0.5, i + 0.5) * weight * B
@@ -382,9 +388,10 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                 w2 = 0.0
                             combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride, w0, w1, w2,
                                             nrows, A + 0.5, B, kb0, kb1, Gc)
-                            cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, E)
                             if slice_w is not None:
+                                cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, E)
                                 add_weighted_differences(E, kb0, kb1, wk, sf, col)
                             else:
-                                add_differences(E, kb0, kb1, 1.0, sf, col)
+                                add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
+                                                           sf, col, 1.0, None, 0.0)
         store_tile(f, slab, iy0, ix0)

@@ -62,7 +62,7 @@ import numpy as np
 
 from . import threads
 from ._jit import FAST_JIT
-from .simd import LANES, interp_block
+from .simd import LANES, add_interp_differences, interp_blocks
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap and three_tap: i0 ∈ [-1, ncols], up to
@@ -322,7 +322,7 @@ def cumulative_at(cum, c, n, o, s, t0, t1, E):
     notes).
     The few positions off either end are peeled off first, so the main loop has no
     clamps or branches; it runs four positions at a time as vector code
-    (:func:`leap.kernels.cpu.simd.interp_block`, bit for bit the scalar loop that takes
+    (:func:`leap.kernels.cpu.simd.interp_blocks`, bit for bit the scalar loop that takes
     the last few).
     """
     base = np.uintp(c)
@@ -335,10 +335,9 @@ def cumulative_at(cum, c, n, o, s, t0, t1, E):
     while tb >= ta and o + tb * s >= n:
         E[tb] = top
         tb -= 1
-    t = ta
-    while t + LANES <= tb + 1:
-        interp_block(cum, base, o, s, t, E)
-        t += LANES
+    blocks = (tb + 1 - ta) // LANES
+    interp_blocks(cum, base, o, s, ta, blocks, E)
+    t = ta + blocks * LANES
     # A float copy of t and floor() (q > 0 here) spare two int/float conversions.
     tf = float(t)
     for t in range(t, tb + 1):
@@ -348,6 +347,58 @@ def cumulative_at(cum, c, n, o, s, t0, t1, E):
         c0 = np.float64(cum[ku])
         E[np.uintp(t)] = c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0)
         tf += 1.0
+
+
+@numba.njit(**INLINE)
+def _interp_one(cum, base, o, s, t):
+    """C(o + t·s) inside the column (0 < q < n): the scalar loop of :func:`cumulative_at`."""
+    q = o + float(t) * s
+    fk = math.floor(q)
+    ku = base + np.uintp(int(fk))
+    c0 = np.float64(cum[ku])
+    return c0 + (q - fk) * (np.float64(cum[ku + np.uintp(1)]) - c0)
+
+
+@numba.njit(**INLINE)
+def _add_pair(a, a0, w0, a1, w1, t, d):
+    a[np.uintp(a0 + t)] += w0 * d
+    if a1 is not None:
+        a[np.uintp(a1 + t)] += w1 * d
+
+
+@numba.njit(**INLINE)
+def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1):
+    """``a[a0 + t] += w0·(E[t + 1] − E[t])`` and, unless a1 is None, ``a[a1 + t] +=
+    w1·(E[t + 1] − E[t])`` for ``t0 <= t < t1``, with ``E[t] = C(o + t·s)`` as
+    :func:`cumulative_at` gives it: :func:`cumulative_at` then :func:`add_differences`
+    (:func:`add_differences2`) in one pass, the same sums bit for bit, without storing
+    and reloading E (the vector blocks difference in registers,
+    :func:`leap.kernels.cpu.simd.add_interp_differences`). The differences between
+    positions off the same end are exactly 0 and are not added.
+    """
+    base = np.uintp(c)
+    top = np.float64(cum[base + np.uintp(n)])
+    ta = t0
+    while ta <= t1 and o + ta * s <= 0.0:
+        ta += 1
+    tb = t1
+    while tb >= ta and o + tb * s >= n:
+        tb -= 1
+    prev = 0.0                   # E at ta − 1 (off the lower end) or at the last position
+    if ta <= tb:
+        # The first inside position alone, so that every vector lane's difference has
+        # a left neighbour inside [t0, t1].
+        e = _interp_one(cum, base, o, s, ta)
+        if ta > t0:
+            _add_pair(a, a0, w0, a1, w1, ta - 1, e)
+        blocks = (tb - ta) // LANES
+        prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1)
+        for t in range(ta + 1 + blocks * LANES, tb + 1):
+            e = _interp_one(cum, base, o, s, t)
+            _add_pair(a, a0, w0, a1, w1, t - 1, e - prev)
+            prev = e
+    if t0 <= tb < t1:
+        _add_pair(a, a0, w0, a1, w1, tb, top - prev)
 
 
 @numba.njit(**INLINE)
