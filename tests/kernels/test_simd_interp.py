@@ -11,8 +11,7 @@ import numba
 import numpy as np
 import pytest
 
-from leap.kernels.cpu.columns import (add_cumulative_differences, add_differences,
-                                      add_differences2, cumulative_at)
+from leap.kernels.cpu.columns import add_cumulative_differences, cumulative_at
 
 
 @numba.njit(cache=True)
@@ -64,28 +63,33 @@ def test_blocks_and_tails_equal_the_scalar_arithmetic(dtype):
 
 
 @numba.njit(cache=True)
-def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, two):
-    if two:
+def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, W):
+    if mode == 2:
         add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1)
-    else:
+    elif mode == 1:
         add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, None, 0.0)
+    else:
+        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, W, None, 0.0)
 
 
 @numba.njit(cache=True)
-def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, two, E):
+def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, W, E):
+    """The kernels' former two passes: interpolate into E, then add the differences."""
     cumulative_at(cum, c, n, o, s, t0, t1, E)
-    if two:
-        add_differences2(E, t0, t1, a, w0, a0, w1, a1)
-    else:
-        add_differences(E, t0, t1, w0, a, a0)
+    for t in range(t0, t1):
+        d = E[t + 1] - E[t]
+        a[a0 + t] += (W[t] if mode == 0 else w0) * d
+        if mode == 2:
+            a[a1 + t] += w1 * d
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("two", [False, True])
-def test_fused_differences_equal_interpolation_then_differences(dtype, two):
-    """add_cumulative_differences = cumulative_at + add_differences(2), bit for bit, on
-    ranges that start and end off the column, inside it, and every mix; nothing is
-    written outside the two output ranges."""
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_fused_differences_equal_interpolation_then_differences(dtype, mode):
+    """add_cumulative_differences = cumulative_at, then the differences added with one
+    weight into one column (mode 1) or two (mode 2), or with a weight per difference
+    (mode 0), bit for bit, on ranges that start and end off the column, inside it, and
+    every mix; nothing is written outside the output ranges."""
     rng = np.random.default_rng(5)
     n = 41
     cum = np.zeros(2 * (n + 1), dtype=dtype)
@@ -98,15 +102,16 @@ def test_fused_differences_equal_interpolation_then_differences(dtype, two):
         t0 = int(rng.integers(0, 12))
         t1 = t0 + int(rng.integers(0, 45))
         w0, w1 = (float(w) for w in rng.uniform(-2.0, 2.0, 2))
+        W = rng.uniform(-2.0, 2.0, t1 + 1)
         a0, a1 = 3, 70 + int(rng.integers(0, 5))
         start = rng.standard_normal(200)
         want, got = start.copy(), start.copy()
-        _separate(cum, c, n, o, s, t0, t1, want, a0, w0, a1, w1, two, np.zeros(t1 + 2))
-        _fused(cum, c, n, o, s, t0, t1, got, a0, w0, a1, w1, two)
+        _separate(cum, c, n, o, s, t0, t1, want, a0, w0, a1, w1, mode, W, np.zeros(t1 + 2))
+        _fused(cum, c, n, o, s, t0, t1, got, a0, w0, a1, w1, mode, W)
         assert np.array_equal(got, want), (o, s, t0, t1)
         touched = np.zeros(200, bool)
         touched[a0 + t0:a0 + t1] = True
-        if two:
+        if mode == 2:
             touched[a1 + t0:a1 + t1] = True
         assert np.array_equal(got[~touched], start[~touched])
 
@@ -131,8 +136,8 @@ def test_avx2_code_is_bit_for_bit_the_scalar_arithmetic_too(tmp_path):
         "import test_simd_interp as t\n"
         "for dtype in (np.float32, np.float64):\n"
         "    t.test_blocks_and_tails_equal_the_scalar_arithmetic(dtype)\n"
-        "    for two in (False, True):\n"
-        "        t.test_fused_differences_equal_interpolation_then_differences(dtype, two)\n"
+        "    for mode in (0, 1, 2):\n"
+        "        t.test_fused_differences_equal_interpolation_then_differences(dtype, mode)\n"
         "print('ok')\n" % str(Path(__file__).parent))
     env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=_AVX2,
                NUMBA_CACHE_DIR=str(tmp_path))

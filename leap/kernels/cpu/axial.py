@@ -25,7 +25,8 @@ detector centre (the per-view ``sdd``, ``center_col``, ``center_row`` arrays), a
 sum (:func:`~leap.kernels.cpu.columns.weighted_increments`,
 :func:`~leap.kernels.cpu.columns.prefix_sum`), the back-projector weights the
 differences (:func:`~leap.kernels.cpu.columns.voxel_stretch`). The result is the general
-modular kernel's, a voxel column at a time.
+modular kernel's, a voxel column at a time, up to the stretch's float32 square root
+(:func:`~leap.kernels.cpu.columns.ray_stretch`).
 
 Parallelisation (:mod:`leap.kernels.cpu.threads`: each thread calls the kernel for its
 share of the views or tiles) never lets two threads write one element: the projector
@@ -51,7 +52,7 @@ from ..footprints import FLAT
 from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
-                      add_differences, add_weighted_differences, column_length, combine_columns, cumulative_at,
+                      add_differences, column_length, combine_columns, cumulative_at,
                       fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors, squared_heights,
                       store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap,
                       voxel_stretch, weighted_increments)
@@ -295,7 +296,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     ntx = (nx + t - 1) // t
     # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
     block = np.empty(t * t * nz, dtype=np.float64)
-    E, Gc, W, D2 = scratch_vectors(nz + 1, nrows + 1, nz, nz)
+    _, Gc, W, D2 = scratch_vectors(0, nrows + 1, nz, nz)
     fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
@@ -389,8 +390,8 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                             combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride, w0, w1, w2,
                                             nrows, A + 0.5, B, kb0, kb1, Gc)
                             if slice_w is not None:
-                                cumulative_at(Gc, 0, nrows, A + 0.5, B, kb0, kb1, E)
-                                add_weighted_differences(E, kb0, kb1, wk, sf, col)
+                                add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
+                                                           sf, col, wk, None, 0.0)
                             else:
                                 add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
                                                            sf, col, 1.0, None, 0.0)

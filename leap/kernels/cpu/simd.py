@@ -220,37 +220,44 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
     not stored: their differences ``d_u = e_u − e_{u−1}`` (``e_{t−1} = prev``) are added
     to ``a[a0 + u − 1] += w0·d_u`` and, unless a1 is None, ``a[a1 + u − 1] += w1·d_u``
     (the kernels' difference loops, ``leap.kernels.cpu.columns.add_differences2``, in
-    the same pass: no store and reload of the values, bit for bit the same sums).
-    Returns ``e`` at the last position (prev if count is 0).
+    the same pass: no store and reload of the values, bit for bit the same sums). w0 may
+    be an array of weights per difference instead, ``w0[u − 1]`` (with a1 None:
+    ``add_weighted_differences``). Returns ``e`` at the last position (prev if count
+    is 0).
 
-    a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w0, w1 : float64;
-    the other arguments and the caller's guarantees as for :func:`interp_blocks`, and
-    ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's) inside ``a``.
+    a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w1 : float64;
+    w0 : float64 or a 1-D C-contiguous float64 array; the other arguments and the
+    caller's guarantees as for :func:`interp_blocks`, and
+    ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's, w0's) inside the arrays.
     """
     two = not isinstance(a1, types.NoneType)
+    per_position = isinstance(w0, types.Array)
     if not (_is_1d(cum, (types.float32, types.float64)) and _is_1d(a, (types.float64,))
             and all(isinstance(v, types.Integer) for v in (base, t, count, a0))
-            and (not two or isinstance(a1, types.Integer))):
+            and (not two or isinstance(a1, types.Integer))
+            and (not per_position or (_is_1d(w0, (types.float64,)) and not two))):
         return None
     f64 = types.float64
-    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, f64, a1, f64)
+    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64)
 
     def codegen(context, builder, signature, args):
-        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, _, a1_ty, _ = signature.args
+        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, w0_ty, a1_ty, _ = \
+            signature.args
         cum_v, base_v, o_v, s_v, t_v, count_v, prev_v, a_v, a0_v, w0_v, a1_v, w1_v = args
         vd = ir.VectorType(_F64, LANES)
         t64 = _int64(context, builder, t_v, t_ty)
+        one = ir.Constant(_I64, 1)
         outputs = [(_int64(context, builder, a0_v, a0_ty), w0_v)]
         if two:
             outputs.append((_int64(context, builder, a1_v, a1_ty), w1_v))
         # a[offset + t − 1 + LANES·block + i], i < LANES.
-        starts = [(builder.sub(builder.add(offset, t64), ir.Constant(_I64, 1)), w)
-                  for offset, w in outputs]
+        starts = [(builder.sub(builder.add(offset, t64), one), w) for offset, w in outputs]
         weights = []
         for _, w in starts:
             v = ir.Constant(vd, ir.Undefined)
-            for i in range(LANES):
-                v = builder.insert_element(v, w, ir.Constant(_I32, i))
+            if not per_position:
+                for i in range(LANES):
+                    v = builder.insert_element(v, w, ir.Constant(_I32, i))
             weights.append(v)
         prev_vector = builder.insert_element(ir.Constant(vd, ir.Undefined), prev_v,
                                              ir.Constant(_I32, LANES - 1))
@@ -261,6 +268,10 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                 range(LANES - 1, 2 * LANES - 1)))
             d = builder.fsub(e, before)
             step = builder.mul(block, ir.Constant(_I64, LANES))
+            if per_position:
+                index = builder.add(builder.sub(t64, one), step)
+                weights[0] = builder.load(_element(context, builder, w0_ty, w0_v, index),
+                                          align=8)
             for (start, _), wv in zip(starts, weights):
                 ptr = _element(context, builder, a_ty, a_v, builder.add(start, step))
                 builder.store(builder.fadd(builder.load(ptr, align=8), builder.fmul(wv, d)),
