@@ -25,8 +25,7 @@ detector centre (the per-view ``sdd``, ``center_col``, ``center_row`` arrays), a
 sum (:func:`~leap.kernels.cpu.columns.weighted_increments`,
 :func:`~leap.kernels.cpu.columns.prefix_sum`), the back-projector weights the
 differences (:func:`~leap.kernels.cpu.columns.voxel_stretch`). The result is the general
-modular kernel's, a voxel column at a time, up to the stretch's float32 square root
-(:func:`~leap.kernels.cpu.columns.ray_stretch`).
+modular kernel's, a voxel column at a time.
 
 Parallelisation (:mod:`leap.kernels.cpu.threads`: each thread calls the kernel for its
 share of the views or tiles) never lets two threads write one element: the projector

@@ -561,13 +561,16 @@ def inverse_rho2(x, y, sx, sy):
 @numba.njit(**INLINE)
 def ray_stretch(d2, inv_rho2):
     """√(1 + d2/ρ²), the modular model's out-of-plane ray stretch at a voxel centre d2
-    (squared height above the source, mm²) from a source at in-plane distance ρ: the
-    square root taken in float32 (both kernels take it here, so they stay exact
-    transposes). A float64 square root was half the vertical-module back-projection's
-    time (4.7 → 3.4 s at 256³, one thread). The float32 root is within 1e-7 of the
-    float64 one; it moved the projections, back-projections and FBPs of 40³ scans
-    (dense random volume, ball in air) by at most 4e-7 of their largest value."""
-    return np.float64(math.sqrt(np.float32(1.0 + d2 * inv_rho2)))
+    (squared height above the source, mm²) from a source at in-plane distance ρ; both
+    kernels take it here, so they stay exact transposes.
+
+    In float64: half the vertical-module back-projection's time at 256³ is these square
+    roots, and a float32 root halved that (4.7 → 3.4 s, one thread) within 4e-7 of the
+    outputs, but its rounding steps as the geometry moves made the float32 forward's
+    finite differences in the geometry parameters twice as noisy (``leap.torch``'s
+    geometry gradients are checked against them); a float32 root refined by one Newton
+    step (smooth again) saved only 10 %."""
+    return math.sqrt(1.0 + d2 * inv_rho2)
 
 
 @numba.njit(**INLINE)

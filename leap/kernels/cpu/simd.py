@@ -219,10 +219,9 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
     """The values ``e_u`` of :func:`interp_blocks` at ``u = t .. t + LANES·count − 1``,
     not stored: their differences ``d_u = e_u − e_{u−1}`` (``e_{t−1} = prev``) are added
     to ``a[a0 + u − 1] += w0·d_u`` and, unless a1 is None, ``a[a1 + u − 1] += w1·d_u``
-    (the kernels' difference loops, ``leap.kernels.cpu.columns.add_differences2``, in
-    the same pass: no store and reload of the values, bit for bit the same sums). w0 may
-    be an array of weights per difference instead, ``w0[u − 1]`` (with a1 None:
-    ``add_weighted_differences``). Returns ``e`` at the last position (prev if count
+    (the kernels' difference loops, in the same pass: no store and reload of the
+    values, bit for bit the same sums). w0 may be an array of weights per difference
+    instead, ``w0[u − 1]`` (with a1 None). Returns ``e`` at the last position (prev if count
     is 0).
 
     a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w1 : float64;
