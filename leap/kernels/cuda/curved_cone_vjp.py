@@ -56,7 +56,7 @@ from ..cpu.modular_geometry_vjp import end_pixel
 from ..footprints import CURVED
 from ._jit import BLOCK_2D, BLOCK_3D, KERNEL, axial_column_footprint, blocks, column_range, \
     device, overlap, row_mapping
-from .axial_view_vjp import _curved_scales, _fan_terms
+from .axial_view_vjp import _add, _curved_scales, _fan_terms
 
 #: Terms per view that stage 1 accumulates: ∂cx, ∂cy, ∂sx, ∂sy, ∂sdd, ∂center_col,
 #: ∂s_z, ∂center_row and the row factor's direct terms of ∂center_row and ∂sdd.
@@ -95,12 +95,6 @@ def _row_values(gbar, b, a, j, i0, i1):
     for i in range(i0 + 1, i1):
         gm += float64(gbar[b, a, j, i])
     return g0, g1, gm
-
-
-@device
-def _add(acc, a, k, v):
-    if v != 0.0:
-        cuda.atomic.add(acc, (a, k), v)
 
 
 @cuda.jit(**KERNEL)
