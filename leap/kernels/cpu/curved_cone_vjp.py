@@ -87,7 +87,7 @@ from . import axial, columns, threads
 from ._jit import (FAST_JIT, REDUCE_JIT, axial_column_footprint, column_range, overlap,
                    row_mapping)
 from .axial_geometry_vjp import _columns, interior_cumsums, row_cumsums
-from .axial_view_vjp import _fan_col
+from .axial_view_vjp import _curved_scales, _fan_col
 from .columns import fov_ix_range
 from .modular_geometry_vjp import _end_pixel, batched
 
@@ -225,8 +225,7 @@ def _views(Dc, extent, gbar, rf, col_dir, source_xy, source_z, sdd, center_col, 
         sd = sdd[a]
         cc = center_col[a]
         cr = center_row[a]
-        scale = 1.0 / math.atan(pixel_width / sd)
-        dscale = scale * scale * pixel_width / (sd * sd + pixel_width * pixel_width)
+        scale, dscale = _curved_scales(CURVED, sd, pixel_width)
         mfac = sd / pixel_height                    # M = mfac / ρ
         zb = (z0 - 0.5 * voxel_height) - sz         # edge 0's height above the source
         acc[:] = 0.0
