@@ -204,7 +204,9 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 # E[j] = cumulative integral of the column at row edge j - 1/2, i.e. at
                 # voxel coordinate (j - 1/2 - A) / B; row j gets B·(E[j + 1] - E[j]).
                 # Two-pixel footprints add the differences as they interpolate, wider
-                # ones interpolate into E once for all their pixels.
+                # ones interpolate into E once for all their pixels. (Each call is written
+                # for both sources: Numba does not prune ``slice_w is None`` before it
+                # types a variable that would hold either, float64 cumw or float32 Sf.)
                 if slice_w is not None:
                     weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
                                         W)
