@@ -1,7 +1,8 @@
 """Smooth test fields for the geometry-gradient tests of the torch layer (parallel, fan
 and curved-cone parameters): a tapered object off the axis and an upstream-gradient ramp.
 Finite differences of the float32 projector need both smooth: kinks of the footprint
-model (ends crossing pixel edges) then weigh little within a step."""
+model (ends crossing pixel edges) then weigh little within a step. And the facade's own
+output, which the parameters' forward must reproduce."""
 import numpy as np
 import torch
 
@@ -38,3 +39,13 @@ def ramp(shape, phis_deg, centre, rotation=False, row_slope_per_view=0.0):
     rows = 0.2 + row_slope_per_view * (a - 0.5 * (shape[0] - 1))
     g = 1 + slope * (i - 0.5 * (shape[2] - 1)) + rows * j + 0.1 * a
     return torch.tensor(g[None], dtype=torch.float64)
+
+
+def facade_output(proj, x):
+    """The facade's (``proj.leapct``) own answer for the module's input x (a batch of
+    one): its projection of the volume x[0] for a projector, its back-projection of the
+    projections x[0] otherwise; numpy float32."""
+    lc = proj.leapct
+    if proj.forward_project:
+        return lc.project(lc.allocate_projections(), x[0].numpy().copy())
+    return lc.backproject(x[0].numpy().copy(), lc.allocate_volume())
