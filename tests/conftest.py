@@ -35,6 +35,26 @@ def run_sim_tests(test_file, timeout=900):
     assert " passed" in r.stdout, out
 
 
+def compile_to_ptx(sigs):
+    """The PTX of each Numba CUDA kernel in ``sigs`` ((kernel, argument types) pairs),
+    compiled for sm_90, each checked to be an entry point; skips where the CUDA compiler
+    libraries (NVVM/NVRTC, the ``gpu`` extra) are missing. The simulator runs kernels as
+    Python, so it cannot catch Numba CUDA typing errors; this compile does, without a
+    GPU."""
+    cuda = pytest.importorskip("numba.cuda")
+    from numba import float32
+    try:
+        cuda.compile_ptx(lambda a: None, (float32[::1],), cc=(9, 0))
+    except Exception as exc:  # noqa: BLE001 - NVVM / NVRTC not installed
+        pytest.skip(f"no CUDA compiler libraries: {type(exc).__name__}")
+    out = []
+    for kernel, sig in sigs:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
+        assert ".entry" in ptx, kernel
+        out.append(ptx)
+    return out
+
+
 @pytest.fixture(scope="module")
 def one_numba_thread():
     """Numba on one thread for a module's tests (``pytestmark =
