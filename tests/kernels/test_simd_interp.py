@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from leap.kernels.cpu.columns import add_cumulative_differences, cumulative_at
+from leap.kernels.cpu.voxel_weights import ray_stretch
 
 
 @numba.njit(cache=True)
@@ -63,22 +64,27 @@ def test_blocks_and_tails_equal_the_scalar_arithmetic(dtype):
 
 
 @numba.njit(cache=True)
-def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, W):
+def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, D2, r, W, Q):
+    """The fused pass; with two columns (mode 2) it also takes ray stretches into Q and
+    returns how many."""
     if mode == 2:
-        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1)
+        return add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1,
+                                          (D2, r, Q))
     elif mode == 1:
-        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, None, 0.0)
-    else:
-        add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, W, None, 0.0)
+        return add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, None, 0.0, None)
+    return add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, (D2, r, W), None, 0.0,
+                                      None)
 
 
 @numba.njit(cache=True)
-def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, W, E):
-    """The kernels' former two passes: interpolate into E, then add the differences."""
+def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, D2, r, W, E):
+    """The kernels' former two passes: interpolate into E, then add the differences
+    (mode 0: weighted by W times the ray stretch of D2 and r, as the modular
+    back-projector's separate pass did)."""
     cumulative_at(cum, c, n, o, s, t0, t1, E)
     for t in range(t0, t1):
         d = E[t + 1] - E[t]
-        a[a0 + t] += (W[t] if mode == 0 else w0) * d
+        a[a0 + t] += (W[t] * ray_stretch(D2[t], r) if mode == 0 else w0) * d
         if mode == 2:
             a[a1 + t] += w1 * d
 
@@ -88,9 +94,14 @@ def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, W, E):
 def test_fused_differences_equal_interpolation_then_differences(dtype, mode):
     """add_cumulative_differences = cumulative_at, then the differences added with one
     weight into one column (mode 1) or two (mode 2), or with a weight per difference
-    (mode 0), bit for bit, on ranges that start and end off the column, inside it, and
-    every mix; nothing is written outside the output ranges."""
+    (mode 0: slice weights times the ray stretch, its root taken in the loop), bit for
+    bit, on ranges that start and end off the column, inside it, and every mix; nothing
+    is written outside the output ranges. With two columns the loop also takes another
+    column's ray stretches (the modular projector's next column): bit for bit
+    ``ray_stretch``, for a multiple of four entries at most the positions', none
+    beyond."""
     rng = np.random.default_rng(5)
+    rooted = 0
     n = 41
     cum = np.zeros(2 * (n + 1), dtype=dtype)
     for c in (0, n + 1):
@@ -103,17 +114,27 @@ def test_fused_differences_equal_interpolation_then_differences(dtype, mode):
         t1 = t0 + int(rng.integers(0, 45))
         w0, w1 = (float(w) for w in rng.uniform(-2.0, 2.0, 2))
         W = rng.uniform(-2.0, 2.0, t1 + 1)
+        D2 = rng.uniform(0.0, 4e4, t1 + 2)
+        r = float(rng.uniform(1e-6, 1e-4))
         a0, a1 = 3, 70 + int(rng.integers(0, 5))
         start = rng.standard_normal(200)
         want, got = start.copy(), start.copy()
-        _separate(cum, c, n, o, s, t0, t1, want, a0, w0, a1, w1, mode, W, np.zeros(t1 + 2))
-        _fused(cum, c, n, o, s, t0, t1, got, a0, w0, a1, w1, mode, W)
+        _separate(cum, c, n, o, s, t0, t1, want, a0, w0, a1, w1, mode, D2, r, W,
+                  np.zeros(t1 + 2))
+        Q = np.full(t1 + 2, np.nan)
+        done = _fused(cum, c, n, o, s, t0, t1, got, a0, w0, a1, w1, mode, D2, r, W, Q)
         assert np.array_equal(got, want), (o, s, t0, t1)
+        if mode == 2:
+            assert done % 4 == 0 and done <= t1 - t0 + 1
+            stretches = np.array([ray_stretch(d, r) for d in D2[:done]])
+            assert np.array_equal(Q[:done], stretches) and np.isnan(Q[done:]).all()
+            rooted += done
         touched = np.zeros(200, bool)
         touched[a0 + t0:a0 + t1] = True
         if mode == 2:
             touched[a1 + t0:a1 + t1] = True
         assert np.array_equal(got[~touched], start[~touched])
+    assert mode != 2 or rooted > 2000
 
 
 #: An AVX2 CPU without AVX-512 (Haswell to Zen 3): the 32-bit index path.

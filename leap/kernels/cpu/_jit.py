@@ -27,6 +27,8 @@ JIT = dict(cache=True, nogil=True)
 PARALLEL_JIT = dict(cache=True, nogil=True, parallel=True)
 FAST_JIT = dict(JIT, error_model="numpy")
 FAST_PARALLEL_JIT = dict(PARALLEL_JIT, error_model="numpy")
+#: The kernels' small per-column helpers, inlined into their callers (see above).
+INLINE = dict(FAST_JIT, inline="always")
 #: The geometry gradients' sums (``axial_geometry_vjp``, ``axial_view_vjp``) may be
 #: reassociated, so that LLVM vectorises them (4 values per AVX2 instruction, square
 #: roots and divisions included): float64 sums of float32 data, and no transpose relation

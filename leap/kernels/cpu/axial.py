@@ -21,11 +21,9 @@ compiles only its own code in a fresh environment.
 Vertical modular modules: every view has its own source-to-detector distance and
 detector centre (the per-view ``sdd``, ``center_col``, ``center_row`` arrays), and
 ``stretch`` replaces the per-row ray stretch by the modular model's per-voxel one,
-√(1 + (z − z_s)²/ρ²): the projector re-weights the column's values before its running
-sum (:func:`~leap.kernels.cpu.columns.weighted_increments`,
-:func:`~leap.kernels.cpu.columns.prefix_sum`), the back-projector weights the
-differences (:func:`~leap.kernels.cpu.columns.voxel_stretch`). The result is the general
-modular kernel's, a voxel column at a time.
+√(1 + (z − z_s)²/ρ²) (:mod:`leap.kernels.cpu.voxel_weights`): the projector re-weights
+the column's values before its running sum, the back-projector weights the
+differences. The result is the general modular kernel's, a voxel column at a time.
 
 Parallelisation (:mod:`leap.kernels.cpu.threads`: each thread calls the kernel for its
 share of the views or tiles) never lets two threads write one element: the projector
@@ -52,9 +50,10 @@ from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
                       add_differences, column_length, combine_columns, cumulative_at,
-                      fov_ix_range, inverse_rho2, prefix_sum, scratch_vectors, squared_heights,
-                      store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap,
-                      voxel_stretch, weighted_increments)
+                      fov_ix_range, scratch_vectors, store_tile, three_tap, tile_fov_ranges,
+                      two_pixels, two_tap)
+from .voxel_weights import (column_stretch, inverse_rho2, prefix_sum, squared_heights,
+                            weighted_increments)
 
 
 # --------------------------------------------------------------------------------------
@@ -137,8 +136,10 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     voxels reach (and one row on either side: the rows beyond get exact zeros) are
     computed. The view's pixels are summed in ``acc`` (column, row), so a voxel
     column's rows are contiguous, E holds a column's cumulative sums at the row
-    edges. The slice weights take ``cumw`` for the column's weighted cumulative sum,
-    the stretch ``W`` and ``D2``. One compiled function for the views' loop and body:
+    edges. The slice weights take ``cumw`` for the column's weighted cumulative sum and
+    ``W``; the stretch ``D2`` and ``Q`` (this column's) and ``Qn`` (the next column's,
+    taken in this column's interpolation loop, ``ready`` the column it belongs to:
+    :mod:`leap.kernels.cpu.voxel_weights`); ``ones`` where a weight does not apply. One compiled function for the views' loop and body:
     a function per view was compiled and optimised once more inside the loop's (1.4 s
     of a fresh environment's first projection).
     """
@@ -146,7 +147,11 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     ny, nx, nz1 = S.shape
     nz = nz1 - 1
     acc = np.empty((GUARD_LO + ncols + GUARD_HI, column_length(nrows, 8)), dtype=np.float64)
-    E, cumw, W, D2 = scratch_vectors(nrows + 1, nz + 1, nz, nz)
+    nq = max(nz, nrows + 1)
+    E, cumw, W, D2, Q, Qn = scratch_vectors(nrows + 1, nz + 1, nz, nq, nq, nq)
+    ones = np.ones(nz, dtype=np.float64)
+    if not stretch:
+        Q = ones                 # the slice weights alone
     stride = acc.shape[1]
     fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
@@ -167,7 +172,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
         for i in range(accf.size):
             accf[i] = 0.0
         if slice_w is not None:
-            sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+            sw = slice_w[a] if slice_w.shape[0] > 0 else ones
             if stretch:
                 squared_heights(z0, voxel_height, zs, D2)
         cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width, pixel_width)
@@ -179,6 +184,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
             row_footprints(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
                            sdd, sod, pitch, model, voxel_width, pixel_width, center_col, ox,
                            oy, dist_sod)
+            ready = -1
             for ix in range(lo, hi):
                 k_first = extent[iy, ix, 0]
                 k_last = extent[iy, ix, 1]
@@ -207,22 +213,31 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 # ones interpolate into E once for all their pixels. (Each call is written
                 # for both sources: Numba does not prune ``slice_w is None`` before it
                 # types a variable that would hold either, float64 cumw or float32 Sf.)
-                if slice_w is not None:
-                    weighted_increments(Sf, cum, nz, sw, stretch, inverse_rho2(x, y, sx, sy), D2,
-                                        W)
-                    prefix_sum(W, nz, cumw)
                 narrow = two_pixels(c_lo, c_hi)
+                if slice_w is not None:
+                    if stretch and ready != ix:
+                        column_stretch(inverse_rho2(x, y, sx, sy), D2, 0, nz, Q)
+                    weighted_increments(Sf, cum, nz, sw, Q, W)
+                    prefix_sum(W, nz, cumw)
+                    # The next column's stretch, taken in this column's loop.
+                    ahead = stretch and narrow and ix + 1 < hi
+                    ir_next = (inverse_rho2(x0 + (ix + 1) * voxel_width, y, sx, sy) if ahead
+                               else 0.0)
                 if narrow:
                     fl, o0, o1 = two_tap(c_lo, c_hi, ncols)
                     a0 = (int(fl) + GUARD_LO) * stride
                     if slice_w is not None:
-                        add_cumulative_differences(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0,
-                                                   j1 + 1, accf, a0, o0 * weight * B,
-                                                   a0 + stride, o1 * weight * B)
+                        done = add_cumulative_differences(
+                            cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, accf, a0,
+                            o0 * weight * B, a0 + stride, o1 * weight * B, (D2, ir_next, Qn))
+                        if ahead:
+                            column_stretch(ir_next, D2, done, nz, Qn)
+                            Q, Qn = Qn, Q
+                            ready = ix + 1
                     else:
                         add_cumulative_differences(Sf, cum, nz, -(A + 0.5) * inv_b, inv_b, j0,
                                                    j1 + 1, accf, a0, o0 * weight * B,
-                                                   a0 + stride, o1 * weight * B)
+                                                   a0 + stride, o1 * weight * B, None)
                 else:
                     if slice_w is not None:
                         cumulative_at(cumw, 0, nz, -(A + 0.5) * inv_b, inv_b, j0, j1 + 1, E)
@@ -283,8 +298,10 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     computed once per tile, and each view's cumulative sums are read only in the few
     detector columns the tile covers (a whole row of voxel columns reads nearly all of
     them, for every row: at 256³ the whole of G streamed from memory 256 times).
-    E : (nz + 1,), Gc : (nrows + 1,), W and D2 : (nz,) float64 scratch. ``stretch``
-    weights voxel k by its own out-of-plane ray stretch (:func:`voxel_stretch`). One
+    Gc : (nrows + 1,), D2 : (nz,) float64 scratch. ``stretch`` weights voxel k by its
+    own out-of-plane ray stretch (:mod:`leap.kernels.cpu.voxel_weights`: its root taken
+    in the interpolation loop; ``ones`` where there are no slice weights, and with the
+    slice weights alone the stretch √(1 + D2·0) is exactly 1). One
     compiled function for the tiles' loop and body (a function per tile was compiled
     and optimised once more inside the loop's).
     """
@@ -297,7 +314,9 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     ntx = (nx + t - 1) // t
     # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
     block = np.empty(t * t * nz, dtype=np.float64)
-    _, Gc, W, D2 = scratch_vectors(0, nrows + 1, nz, nz)
+    ones, Gc, D2, _, _, _ = scratch_vectors(nz, nrows + 1, nz, 0, 0, 0)
+    for k in range(nz):
+        ones[k] = 1.0
     fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
@@ -330,7 +349,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                 oy = focus[a, 1]
                 ccol = center_col[a]
                 if slice_w is not None:
-                    sw = slice_w[a] if slice_w.shape[0] > 0 else slice_w[0:0, 0:0].ravel()
+                    sw = slice_w[a] if slice_w.shape[0] > 0 else ones
                     if stretch:
                         squared_heights(z0, voxel_height, zs, D2)
                 cxp, cyp, half_p, par_weight = parallel_view_constants(cx, cy, voxel_width,
@@ -360,10 +379,7 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                             continue
                         kb0 = int(fk0)
                         kb1 = int(fk1)
-                        if slice_w is not None:
-                            if stretch:
-                                voxel_stretch(inverse_rho2(x, y, sx, sy), D2, kb0, kb1, sw, W)
-                            wk = W if stretch else sw
+                        ir = inverse_rho2(x, y, sx, sy) if stretch else 0.0
                         # Footprints up to two pixels wide: two or three taps, their
                         # columns combined and interpolated once (three_tap is two_tap up
                         # to one pixel; one path for one tap too: a branch reading a
@@ -392,8 +408,9 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                             nrows, A + 0.5, B, kb0, kb1, Gc)
                             if slice_w is not None:
                                 add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
-                                                           sf, col, wk, None, 0.0)
+                                                           sf, col, (D2, ir, sw), None, 0.0,
+                                                           None)
                             else:
                                 add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
-                                                           sf, col, 1.0, None, 0.0)
+                                                           sf, col, 1.0, None, 0.0, None)
         store_tile(f, slab, iy0, ix0)

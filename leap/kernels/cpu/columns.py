@@ -64,16 +64,15 @@ from numba.core import types
 from numba.extending import overload
 
 from . import threads
-from ._jit import FAST_JIT
+from ._jit import FAST_JIT, INLINE
 from .simd import LANES, add_interp_differences, interp_blocks
+from .voxel_weights import ray_stretch
 
 # Guard columns around the detector in the projector's view buffer and in the
 # back-projector's cumulative sums (see two_tap and three_tap: i0 ∈ [-1, ncols], up to
 # i0 + 2).
 GUARD_LO = 1
 GUARD_HI = 3
-
-INLINE = dict(FAST_JIT, inline="always")
 #: Slices per pass of :func:`volume_z_columns`' transposition.
 Z_BLOCK = 8
 
@@ -297,8 +296,8 @@ def _projection_row_cumsum_views(g, row_factor, G, start, step):
 
 
 @numba.njit(**INLINE)
-def scratch_vectors(n0, n1, n2, n3):
-    """Four float64 work vectors of lengths n0..n3, carved from one block in order with
+def scratch_vectors(n0, n1, n2, n3, n4, n5):
+    """Six float64 work vectors of lengths n0..n5, carved from one block in order with
     a cache line between them.
 
     Separate allocations land wherever the heap has room, and two of them 4 KiB apart
@@ -308,11 +307,14 @@ def scratch_vectors(n0, n1, n2, n3):
     block the vectors lie less than 4 KiB from their neighbours' matching entries.
     """
     gap = 8
-    block = np.empty(n0 + n1 + n2 + n3 + 3 * gap, dtype=np.float64)
+    block = np.zeros(n0 + n1 + n2 + n3 + n4 + n5 + 5 * gap, dtype=np.float64)
     o1 = n0 + gap
     o2 = o1 + n1 + gap
     o3 = o2 + n2 + gap
-    return block[:n0], block[o1:o1 + n1], block[o2:o2 + n2], block[o3:o3 + n3]
+    o4 = o3 + n3 + gap
+    o5 = o4 + n4 + gap
+    return (block[:n0], block[o1:o1 + n1], block[o2:o2 + n2], block[o3:o3 + n3],
+            block[o4:o4 + n4], block[o5:o5 + n5])
 
 
 @numba.njit(**INLINE)
@@ -363,13 +365,13 @@ def _interp_one(cum, base, o, s, t):
 
 
 def _weight(w, t):
-    """w (a float) or w[t] (an array of weights)."""
+    """w (a float) or, for a ray-stretch triple (D2, r, v), ``v[t]·√(1 + D2[t]·r)``."""
 
 
 @overload(_weight, inline="always")
 def _weight_impl(w, t):
-    if isinstance(w, types.Array):
-        return lambda w, t: w[np.uintp(t)]
+    if isinstance(w, types.BaseTuple):
+        return lambda w, t: w[2][np.uintp(t)] * ray_stretch(w[0][np.uintp(t)], w[1])
     return lambda w, t: w
 
 
@@ -381,15 +383,20 @@ def _add_pair(a, a0, w0, a1, w1, t, d):
 
 
 @numba.njit(**INLINE)
-def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1):
+def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots):
     """``a[a0 + t] += w0·(E[t + 1] − E[t])`` and, unless a1 is None, ``a[a1 + t] +=
     w1·(E[t + 1] − E[t])`` for ``t0 <= t < t1``, with ``E[t] = C(o + t·s)`` as
-    :func:`cumulative_at` gives it (w0 may be an array of weights, ``w0[t]``, with a1
-    None): :func:`cumulative_at` then :func:`add_differences` (or its two-column and
-    weighted forms) in one pass, the same sums bit for bit, without storing
-    and reloading E (the vector blocks difference in registers,
+    :func:`cumulative_at` gives it (w0 may be a ray-stretch triple (D2, r, v) instead,
+    with a1 None: weight ``v[t]·√(1 + D2[t]·r)``, :mod:`leap.kernels.cpu.voxel_weights`):
+    :func:`cumulative_at` then :func:`add_differences` (or its two-column and weighted
+    forms) in one pass, the same sums bit for bit, without storing and reloading E (the
+    vector blocks difference in registers,
     :func:`leap.kernels.cpu.simd.add_interp_differences`). The differences between
     positions off the same end are exactly 0 and are not added.
+
+    ``roots`` (None or a triple (D2, r, Q), D2 and Q at least ``t1 − t0 + 1`` long): in
+    the same loop, ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <`` the returned count (the
+    vector loop's positions, a multiple of 4; the caller takes the rest).
     """
     base = np.uintp(c)
     top = np.float64(cum[base + np.uintp(n)])
@@ -400,6 +407,7 @@ def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1):
     while tb >= ta and o + tb * s >= n:
         tb -= 1
     prev = 0.0                   # E at ta − 1 (off the lower end) or at the last position
+    blocks = 0
     if ta <= tb:
         # The first inside position alone, so that every vector lane's difference has
         # a left neighbour inside [t0, t1].
@@ -407,13 +415,15 @@ def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1):
         if ta > t0:
             _add_pair(a, a0, w0, a1, w1, ta - 1, e)
         blocks = (tb - ta) // LANES
-        prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1)
+        prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1,
+                                      roots)
         for t in range(ta + 1 + blocks * LANES, tb + 1):
             e = _interp_one(cum, base, o, s, t)
             _add_pair(a, a0, w0, a1, w1, t - 1, e - prev)
             prev = e
     if t0 <= tb < t1:
         _add_pair(a, a0, w0, a1, w1, tb, top - prev)
+    return LANES * blocks
 
 
 @numba.njit(**INLINE)
@@ -499,108 +509,6 @@ def combine_columns(g, c0, c1, c2, w0, w1, w2, n, o, s, t0, t1, out):
                       + w2 * np.float64(g[b2 + k]))
         out[n] = (w0 * np.float64(g[b0 + top]) + w1 * np.float64(g[b1 + top])
                   + w2 * np.float64(g[b2 + top]))
-
-
-@numba.njit(**INLINE)
-def prefix_sum(p, n, out):
-    """``out[k] = Σ_{k' < k} p[k']`` for ``0 <= k <= n`` (float64).
-
-    A running sum is one long chain of dependent additions; four chains over the
-    quarters of ``p`` run side by side, and the quarters' offsets are added afterwards
-    (vectorised), so the additions' latency is paid once per four entries.
-    """
-    m = n // 4
-    one = np.uintp(1)
-    b1 = np.uintp(m)
-    b2 = np.uintp(2 * m)
-    b3 = np.uintp(3 * m)
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    out[0] = 0.0
-    for k in range(np.uintp(0), b1):
-        s0 += p[k]
-        out[k + one] = s0
-        s1 += p[b1 + k]
-        out[b1 + k + one] = s1
-        s2 += p[b2 + k]
-        out[b2 + k + one] = s2
-        s3 += p[b3 + k]
-        out[b3 + k + one] = s3
-    for k in range(b3 + b1, np.uintp(n)):
-        s3 += p[k]
-        out[k + one] = s3
-    for k in range(b1 + one, b2 + one):
-        out[k] += s0
-    s01 = s0 + s1
-    for k in range(b2 + one, b3 + one):
-        out[k] += s01
-    s012 = s01 + s2
-    for k in range(b3 + one, np.uintp(n + 1)):
-        out[k] += s012
-
-
-@numba.njit(**INLINE)
-def squared_heights(z0, voxel_height, zs, D2):
-    """``D2[k] = (z_k − zs)²``: the squared heights of the slices above the source (one
-    view), for :func:`weighted_increments` and :func:`voxel_stretch`."""
-    for k in range(D2.shape[0]):
-        dz = z0 + k * voxel_height - zs
-        D2[k] = dz * dz
-
-
-@numba.njit(**INLINE)
-def inverse_rho2(x, y, sx, sy):
-    """1/ρ², ρ the in-plane distance of the column at (x, y) from the source."""
-    dx = x - sx
-    dy = y - sy
-    return 1.0 / (dx * dx + dy * dy)
-
-
-@numba.njit(**INLINE)
-def ray_stretch(d2, inv_rho2):
-    """√(1 + d2/ρ²), the modular model's out-of-plane ray stretch at a voxel centre d2
-    (squared height above the source, mm²) from a source at in-plane distance ρ; both
-    kernels take it here, so they stay exact transposes.
-
-    In float64: half the vertical-module back-projection's time at 256³ is these square
-    roots, and a float32 root halved that (4.7 → 3.4 s, one thread) within 4e-7 of the
-    outputs, but its rounding steps as the geometry moves made the float32 forward's
-    finite differences in the geometry parameters twice as noisy (``leap.torch``'s
-    geometry gradients are checked against them); a float32 root refined by one Newton
-    step (smooth again) saved only 10 %."""
-    return math.sqrt(1.0 + d2 * inv_rho2)
-
-
-@numba.njit(**INLINE)
-def weighted_increments(cum, c, n, sw, stretch, inv_rho2, D2, P):
-    """``P[k] = w_k · (cum[c + k + 1] − cum[c + k])``, ``0 <= k < n``: a column's voxel values
-    (differences of its cumulative sums) times the projector's per-voxel weights,
-    ``w_k = sw[k]`` (helical FBP; 1 if ``sw`` is empty) times, if ``stretch``, the
-    voxel's ray stretch √(1 + D2[k]/ρ²) (:func:`voxel_stretch`). One vectorised pass."""
-    weighted = sw.shape[0] > 0
-    one = np.uintp(1)
-    b = np.uintp(c)
-    for k in range(np.uintp(0), np.uintp(n)):
-        v = np.float64(cum[b + k + one]) - np.float64(cum[b + k])
-        if weighted:
-            v *= sw[k]
-        if stretch:
-            v *= ray_stretch(D2[k], inv_rho2)
-        P[k] = v
-
-
-@numba.njit(**INLINE)
-def voxel_stretch(inv_rho2, D2, k0, k1, sw, W):
-    """``W[k] = sw[k] · √(1 + D2[k]/ρ²)`` for ``k0 <= k < k1`` (``sw`` empty: 1): the
-    out-of-plane ray stretch at each voxel centre of a column, ρ its in-plane distance
-    from the source and D2 from :func:`squared_heights` (the modular model's per-voxel
-    length factor; its in-plane part ρ/max(|dx|, |dy|) is in the column weight)."""
-    weighted = sw.shape[0] > 0
-    for k in range(np.uintp(k0), np.uintp(k1)):
-        w = ray_stretch(D2[k], inv_rho2)
-        W[k] = sw[k] * w if weighted else w
 
 
 @numba.njit(**INLINE)

@@ -83,6 +83,13 @@ def _is_1d(a, dtypes):
             and a.dtype in dtypes)
 
 
+def _splat(builder, x, vd):
+    v = ir.Constant(vd, ir.Undefined)
+    for i in range(LANES):
+        v = builder.insert_element(v, x, ir.Constant(_I32, i))
+    return v
+
+
 def _emit_blocks(context, builder, cum_ty, cum_v, base, o, s, t, count, carry, body):
     """Emit the loop over ``count`` blocks of positions ``t + i`` (int64 values): per
     block, the vector ``e`` of the interpolated values and ``body(block, e, carried)``,
@@ -92,10 +99,7 @@ def _emit_blocks(context, builder, cum_ty, cum_v, base, o, s, t, count, carry, b
     vk = ir.VectorType(_index_type(context), LANES)
 
     def splat(x):
-        v = ir.Constant(vd, ir.Undefined)
-        for i in range(LANES):
-            v = builder.insert_element(v, x, ir.Constant(_I32, i))
-        return v
+        return _splat(builder, x, vd)
 
     data = builder.gep(context.make_array(cum_ty)(context, builder, cum_v).data, [base],
                        inbounds=True)
@@ -214,36 +218,79 @@ def interp_blocks(typingctx, cum, base, o, s, t, count, E):
     return sig, codegen
 
 
+def _is_stretch(spec):
+    """Whether spec is a ray-stretch triple (D2, r, v) of :func:`add_interp_differences`."""
+    return (isinstance(spec, types.BaseTuple) and len(spec) == 3
+            and _is_1d(spec[0], (types.float64,)) and spec[1] == types.float64
+            and _is_1d(spec[2], (types.float64,)))
+
+
+def _unpack_stretch(builder, ty, value):
+    """((D2 type, D2), r, (v type, v)) of a stretch triple's type and value."""
+    d2, r, v = (builder.extract_value(value, i) for i in range(3))
+    return (ty[0], d2), r, (ty[2], v)
+
+
 @intrinsic
-def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0, a1, w1):
+def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0, a1, w1,
+                           roots):
     """The values ``e_u`` of :func:`interp_blocks` at ``u = t .. t + LANES·count − 1``,
     not stored: their differences ``d_u = e_u − e_{u−1}`` (``e_{t−1} = prev``) are added
     to ``a[a0 + u − 1] += w0·d_u`` and, unless a1 is None, ``a[a1 + u − 1] += w1·d_u``
     (the kernels' difference loops, in the same pass: no store and reload of the
-    values, bit for bit the same sums). w0 may be an array of weights per difference
-    instead, ``w0[u − 1]`` (with a1 None). Returns ``e`` at the last position (prev if count
-    is 0).
+    values, bit for bit the same sums). Returns ``e`` at the last position (prev if
+    count is 0).
+
+    Weights per difference instead (with a1 None): w0 a triple ``(D2, r, v)``, weight
+    ``v[u − 1]·√(1 + D2[u − 1]·r)``: slice weights v times the vertical modular modules'
+    ray stretch (:mod:`leap.kernels.cpu.voxel_weights`), its square root taken here.
+
+    ``roots``, unless None, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for
+    ``0 <= i < LANES·count`` in the same loop (the modular projector's next voxel
+    column's stretch). This loop waits on its shuffles and loads, not on the
+    square-root unit, which takes these roots at little cost (as a pass of its own
+    they were a third of the modular kernels' time).
 
     a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w1 : float64;
-    w0 : float64 or a 1-D C-contiguous float64 array; the other arguments and the
-    caller's guarantees as for :func:`interp_blocks`, and
-    ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's, w0's) inside the arrays.
+    w0 : float64 or a triple (array, float64, array); D2, v, Q : 1-D C-contiguous float64
+    arrays; the other arguments and the caller's guarantees as for :func:`interp_blocks`,
+    and ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's, D2's, v's) inside the
+    arrays, the roots' D2 and Q at least ``LANES·count`` long.
     """
     two = not isinstance(a1, types.NoneType)
-    per_position = isinstance(w0, types.Array)
+    per_position = not isinstance(w0, (types.Float, types.Integer))
+    rooting = not isinstance(roots, types.NoneType)
     if not (_is_1d(cum, (types.float32, types.float64)) and _is_1d(a, (types.float64,))
             and all(isinstance(v, types.Integer) for v in (base, t, count, a0))
             and (not two or isinstance(a1, types.Integer))
-            and (not per_position or (_is_1d(w0, (types.float64,)) and not two))):
+            and (not rooting or _is_stretch(roots))
+            and (not per_position or (_is_stretch(w0) and not two))):
         return None
     f64 = types.float64
-    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64)
+    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64,
+              roots)
 
     def codegen(context, builder, signature, args):
-        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, w0_ty, a1_ty, _ = \
+        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, w0_ty, a1_ty, _, roots_ty = \
             signature.args
-        cum_v, base_v, o_v, s_v, t_v, count_v, prev_v, a_v, a0_v, w0_v, a1_v, w1_v = args
+        (cum_v, base_v, o_v, s_v, t_v, count_v, prev_v, a_v, a0_v, w0_v, a1_v, w1_v,
+         roots_v) = args
         vd = ir.VectorType(_F64, LANES)
+        sqrt = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vd, [vd]),
+                                              f"llvm.sqrt.v{LANES}f64")
+        one_v = ir.Constant(vd, [1.0] * LANES)
+
+        def stretch(squares, index, r):
+            """√(1 + D2[index..]·r): voxel_weights.ray_stretch, operation for operation."""
+            return builder.call(sqrt, [builder.fadd(one_v, builder.fmul(
+                load(squares[0], squares[1], index), r))])
+
+        if per_position:
+            d2w, rw, vw = _unpack_stretch(builder, w0_ty, w0_v)
+            rw = _splat(builder, rw, vd)
+        if rooting:
+            d2q, rq, qq = _unpack_stretch(builder, roots_ty, roots_v)
+            rq = _splat(builder, rq, vd)
         t64 = _int64(context, builder, t_v, t_ty)
         one = ir.Constant(_I64, 1)
         outputs = [(_int64(context, builder, a0_v, a0_ty), w0_v)]
@@ -251,15 +298,13 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
             outputs.append((_int64(context, builder, a1_v, a1_ty), w1_v))
         # a[offset + t − 1 + LANES·block + i], i < LANES.
         starts = [(builder.sub(builder.add(offset, t64), one), w) for offset, w in outputs]
-        weights = []
-        for _, w in starts:
-            v = ir.Constant(vd, ir.Undefined)
-            if not per_position:
-                for i in range(LANES):
-                    v = builder.insert_element(v, w, ir.Constant(_I32, i))
-            weights.append(v)
+        weights = [ir.Constant(vd, ir.Undefined) if per_position else _splat(builder, w, vd)
+                   for _, w in starts]
         prev_vector = builder.insert_element(ir.Constant(vd, ir.Undefined), prev_v,
                                              ir.Constant(_I32, LANES - 1))
+
+        def load(array_ty, array_v, index):
+            return builder.load(_element(context, builder, array_ty, array_v, index), align=8)
 
         def add(block, e, carried):
             # (e_{u−1}) = the previous block's last value, then this block's first three.
@@ -269,8 +314,10 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
             step = builder.mul(block, ir.Constant(_I64, LANES))
             if per_position:
                 index = builder.add(builder.sub(t64, one), step)
-                weights[0] = builder.load(_element(context, builder, w0_ty, w0_v, index),
-                                          align=8)
+                weights[0] = builder.fmul(load(*vw, index), stretch(d2w, index, rw))
+            if rooting:
+                builder.store(stretch(d2q, step, rq), _element(context, builder, *qq, step),
+                              align=8)
             for (start, _), wv in zip(starts, weights):
                 ptr = _element(context, builder, a_ty, a_v, builder.add(start, step))
                 builder.store(builder.fadd(builder.load(ptr, align=8), builder.fmul(wv, d)),
