@@ -9,7 +9,8 @@ import numpy as np
 from ._checks import finite_float, readonly_array
 from .axial import AxialViews, column_axes
 from .detector import Detector
-from .divergent import DivergentBeam, helical_pitch_for, normalized_helical_pitch
+from .divergent import (DivergentBeam, check_source_heights, helical_pitch_for,
+                        normalized_helical_pitch)
 from .modular import ModularBeam
 
 
@@ -76,6 +77,7 @@ class ConeBeam(DivergentBeam):
                                float(0.5 * (self.angles[0] + self.angles[-1])))
         object.__setattr__(self, "helical_mid_angle",
                            finite_float("helical_mid_angle", self.helical_mid_angle))
+        check_source_heights(self)
         if abs(self.tilt) > self.MAX_TILT + 1e-12:
             raise ValueError(f"tilt must be at most 5 degrees in magnitude, got {np.rad2deg(self.tilt):.4g}")
         if self.tilt != 0.0 and self.detector.curved:

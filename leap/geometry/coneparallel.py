@@ -10,7 +10,8 @@ from ._checks import finite_float
 from .axial import CONE_PARALLEL, AxialViews, column_axes
 from .base import ScanGeometry
 from .detector import Detector
-from .divergent import check_orbit, helical_pitch_for, normalized_helical_pitch
+from .divergent import (check_orbit, check_source_heights, helical_pitch_for,
+                        normalized_helical_pitch)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -74,6 +75,7 @@ class ConeParallelBeam(ScanGeometry):
                                float(0.5 * (self.angles[0] + self.angles[-1])))
         object.__setattr__(self, "helical_mid_angle",
                            finite_float("helical_mid_angle", self.helical_mid_angle))
+        check_source_heights(self)
 
     @property
     def is_helical(self) -> bool:

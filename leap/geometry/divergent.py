@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._checks import coordinate, positive_float, readonly_array
+from ._checks import MAX_COORDINATE, coordinate, positive_float, readonly_array
 from .axial import CURVED, FLAT, column_axes
 from .base import ScanGeometry
 from .detector import Detector
@@ -38,6 +38,18 @@ def check_orbit(geom) -> None:
     if geom.sdd <= geom.sod:
         raise ValueError(f"sdd ({geom.sdd} mm) must be larger than sod ({geom.sod} mm): "
                          "the detector must lie beyond the rotation axis")
+
+
+def check_source_heights(geom) -> None:
+    """A helical scan's source heights (``geom.source_z()``) must be coordinates: at most
+    MAX_COORDINATE mm from the mid-plane (a huge pitch over the scan's angles would put
+    the source at ±inf and every projection at NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        height = np.abs(geom.source_z())
+    if not np.all(height <= MAX_COORDINATE):
+        raise ValueError(f"helical_pitch = {geom.helical_pitch:g} mm/radian puts the source "
+                         f"{float(np.max(height)):g} mm from the mid-plane over these angles; "
+                         f"the source heights must stay within ±{MAX_COORDINATE:g} mm")
 
 
 class DivergentBeam(ScanGeometry):

@@ -101,13 +101,17 @@ def test_helical_default_volume_has_leaps_slice_count(num_rows, num_cols, num_z)
     assert leapct.get_numX() == num_cols
 
 
-def test_helical_default_volume_refuses_a_pitch_past_float32():
-    """A pitch that LEAP's float cannot hold gives a clear error, not an overflow
-    (drawn by the facade fuzz test: helicalPitch 1e308)."""
-    ct = tomographicModels()
-    ct.set_conebeam(3, 4, 5, 0.5, 0.9, 2.0, 2.0, [-343.7, 1.2, 75.2], 265.0, 579.0, 0.0, 1e308)
-    with pytest.raises(ValueError, match="helicalPitch"):
-        ct.set_default_volume()
+def test_helical_pitch_past_reach_is_refused_when_set():
+    """A pitch that puts the source out of reach (past 1e9 mm, or inf in float64) over
+    the scan's angles gives a clear error when the geometry is set, and no geometry is
+    left defined (drawn by the facade fuzz test: helicalPitch 1e308, and -1e308, which a
+    back-projection turned into NaN)."""
+    for pitch in (1e308, -1e308):
+        ct = tomographicModels()
+        with pytest.raises(ValueError, match="source heights"):
+            ct.set_conebeam(3, 4, 5, 0.5, 0.9, 2.0, 2.0, [-343.7, 1.2, 75.2], 265.0, 579.0,
+                            0.0, pitch)
+        assert not ct.ct_geometry_defined()
 
 
 def test_convert_to_modularbeam_matches_leap_example():
