@@ -327,8 +327,8 @@ def cumulative_at(cum, c, n, o, s, t0, t1, E):
     notes).
     The few positions off either end are peeled off first, so the main loop has no
     clamps or branches; it runs four positions at a time as vector code
-    (:func:`leap.kernels.cpu.simd.interp_blocks`, bit for bit the scalar loop that takes
-    the last few).
+    (:func:`leap.kernels.cpu.simd.interp_blocks`, the scalar loop's arithmetic with
+    positions advanced by addition) and the scalar loop takes the last few.
     """
     base = np.uintp(c)
     top = np.float64(cum[base + np.uintp(n)])
@@ -340,7 +340,8 @@ def cumulative_at(cum, c, n, o, s, t0, t1, E):
     while tb >= ta and o + tb * s >= n:
         E[tb] = top
         tb -= 1
-    blocks = (tb + 1 - ta) // LANES
+    # The last inside position tb is the scalar loop's (simd module notes).
+    blocks = max(tb - ta, 0) // LANES
     interp_blocks(cum, base, o, s, ta, blocks, E)
     t = ta + blocks * LANES
     # A float copy of t and floor() (q > 0 here) spare two int/float conversions.
@@ -414,7 +415,8 @@ def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots
         e = _interp_one(cum, base, o, s, ta)
         if ta > t0:
             _add_pair(a, a0, w0, a1, w1, ta - 1, e)
-        blocks = (tb - ta) // LANES
+        # The last inside position tb is the scalar loop's (simd module notes).
+        blocks = max(tb - ta - 1, 0) // LANES
         prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1,
                                       roots)
         for t in range(ta + 1 + blocks * LANES, tb + 1):

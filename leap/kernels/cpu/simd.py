@@ -14,8 +14,10 @@ converted to float64 four at a time.
 
 The loop itself is emitted (:func:`_emit_blocks`), so that:
 
-* the positions are a vector induction variable (``t + i`` advanced by ``LANES``, one
-  addition, instead of converting and broadcasting t in every block);
+* the positions are a vector induction variable: ``q = o + (t + i)·s`` for the first
+  block, then advanced by ``LANES·s`` (one addition instead of a multiplication and an
+  addition on the loop's dependency chain: cone projection and back-projection 8 to
+  12 % faster at 256³, one thread);
 * the floor is the conversion to integers and back (the positions are positive, so
   truncation is the floor: one instruction less than a rounding plus a conversion). The
   integers are 64-bit where the CPU converts 64-bit integer vectors (AVX-512DQ), 32-bit
@@ -32,11 +34,18 @@ Xeon): the first vector version (a block per call, floor, lane extractions) took
 for float64 sums and 0.96 ns for float32, this loop 0.51 and 0.52 ns; compiled for AVX2
 on the same core, 0.84 and 1.02 → 0.54 and 0.59 ns.
 
-The arithmetic is the scalar loop's, operation for operation, in float64 and without
-fast-math flags (no fused multiply-add, no reassociation): ``q = o + (t + i)·s``,
-``k = ⌊q⌋``, ``E[t + i] = c0 + (q − k)·(c1 − c0)``; ``t + i`` is exact in float64, so
-the results are bit for bit the scalar loop's (the kernels stay exact transposes), and
-the fused differences are those of the separate loops.
+The arithmetic is otherwise the scalar loop's, operation for operation, in float64 and
+without fast-math flags (no fused multiply-add, no reassociation): ``k = ⌊q⌋``,
+``E[t + i] = c0 + (q − k)·(c1 − c0)``, and the fused differences are those of the
+separate loops. The advanced positions differ from ``o + (t + i)·s`` by their rounding,
+at most half a unit in the last place of q per block (under 4e-12 of a row after 256
+positions in a column of up to 512); the interpolant is continuous, so the values move
+by as little (the 60 outputs of a round trip over the geometries: 59 unchanged bit for
+bit, one by 8e-12 of its largest value), and a position
+that rounds across an integer reads the neighbouring pair with a fraction of 0 or 1, the
+same value. The callers leave each range's last inside position to their scalar loop,
+so that the vector positions stay a whole step (far more than that rounding) inside the
+column and every read inside it.
 
 The intrinsics emit LLVM IR into the calling kernel (LLVM then picks the CPU's
 instructions; on a CPU without these vector units it emits scalar code for the same
@@ -107,6 +116,9 @@ def _emit_blocks(context, builder, cum_ty, cum_v, base, o, s, t, count, carry, b
     ov, sv = splat(o), splat(s)
     lanes0 = builder.fadd(splat(builder.sitofp(t, _F64)),
                           ir.Constant(vd, [float(i) for i in range(LANES)]))
+    # The positions advance by LANES·s a block (module notes).
+    q0 = builder.fadd(ov, builder.fmul(lanes0, sv))
+    advance = builder.fmul(sv, ir.Constant(vd, [float(LANES)] * LANES))
     entry = builder.block
     loop = builder.append_basic_block("interp.loop")
     done = builder.append_basic_block("interp.done")
@@ -114,9 +126,8 @@ def _emit_blocks(context, builder, cum_ty, cum_v, base, o, s, t, count, carry, b
 
     builder.position_at_end(loop)
     block = builder.phi(_I64)
-    tv = builder.phi(vd)
+    q = builder.phi(vd)
     carried = builder.phi(carry[1]) if carry else None
-    q = builder.fadd(ov, builder.fmul(tv, sv))
     k = builder.fptosi(q, vk)               # q > 0: truncation is the floor
     frac = builder.fsub(q, builder.sitofp(k, vd))
 
@@ -160,8 +171,8 @@ def _emit_blocks(context, builder, cum_ty, cum_v, base, o, s, t, count, carry, b
     following = builder.add(block, ir.Constant(_I64, 1))
     block.add_incoming(ir.Constant(_I64, 0), entry)
     block.add_incoming(following, builder.block)
-    tv.add_incoming(lanes0, entry)
-    tv.add_incoming(builder.fadd(tv, ir.Constant(vd, [float(LANES)] * LANES)), builder.block)
+    q.add_incoming(q0, entry)
+    q.add_incoming(builder.fadd(q, advance), builder.block)
     if carry:
         carried.add_incoming(carry[0], entry)
         carried.add_incoming(following_carried, builder.block)
