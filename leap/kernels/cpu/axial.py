@@ -139,9 +139,10 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     edges. The slice weights take ``cumw`` for the column's weighted cumulative sum and
     ``W``; the stretch ``D2`` and ``Q`` (this column's) and ``Qn`` (the next column's,
     taken in this column's interpolation loop, ``ready`` the column it belongs to:
-    :mod:`leap.kernels.cpu.voxel_weights`); ``ones`` where a weight does not apply. One compiled function for the views' loop and body:
-    a function per view was compiled and optimised once more inside the loop's (1.4 s
-    of a fresh environment's first projection).
+    :mod:`leap.kernels.cpu.voxel_weights`); ``ones`` where a weight does not apply.
+    One compiled function for the views' loop and body: a function per view was
+    compiled and optimised once more inside the loop's (1.4 s of a fresh environment's
+    first projection).
     """
     na, nrows, ncols = g.shape
     ny, nx, nz1 = S.shape
