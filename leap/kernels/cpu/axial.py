@@ -315,9 +315,8 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
     ntx = (nx + t - 1) // t
     # The tile's voxel columns, (y, x, z) so a column's voxels are contiguous.
     block = np.empty(t * t * nz, dtype=np.float64)
-    ones, Gc, D2, _, _, _ = scratch_vectors(nz, nrows + 1, nz, 0, 0, 0)
-    for k in range(nz):
-        ones[k] = 1.0
+    _, Gc, D2, _, _, _ = scratch_vectors(0, nrows + 1, nz, 0, 0, 0)
+    ones = np.ones(nz, dtype=np.float64)
     fp = np.empty((5, nx), dtype=np.float64)
     # Flat arrays and offsets, not a view per column (columns module notes).
     Gf = G.reshape(-1)
