@@ -45,13 +45,14 @@ import math
 import numba
 import numpy as np
 
-from ..footprints import FLAT
+from ..footprints import CURVED, FLAT
 from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
                       add_differences, column_length, combine_columns, cumulative_at,
                       fov_ix_range, scratch_vectors, store_tile, three_tap, tile_fov_ranges,
                       two_pixels, two_tap)
+from .curved_rows import curve_row
 from .voxel_weights import (column_stretch, inverse_rho2, prefix_sum, squared_heights,
                             weighted_increments)
 
@@ -92,11 +93,28 @@ def row_footprints(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weig
     each waiting behind the previous column's interpolations, and for the flat cone beam
     without FBP weight or focal offsets (the model a constant here) LLVM vectorises the
     loop. Cone projection 0.47 → 0.42 s at 128³ (one thread); bit for bit the same values.
+    Curved detectors without focal offsets take the flat loop too, at unit distance, and
+    turn its slopes into angles with a vectorised arctangent
+    (:mod:`leap.kernels.cpu.curved_rows`): 128³ curved-detector back-projection 0.159 →
+    0.140 s, projection 0.164 → 0.151 s (2 threads, alternated).
     """
     if model == FLAT and not dist_sod > 0.0 and ox == 0.0 and oy == 0.0:
         _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
                        sod, pitch, np.int64(FLAT), voxel_width, pixel_width, center_col, 0.0,
                        0.0, dist_sod, False)
+    elif model == CURVED and ox == 0.0 and oy == 0.0:
+        # The flat footprints at unit distance (pixel width sdd, centre 0: their columns
+        # are the slopes), then their angles (:mod:`leap.kernels.cpu.curved_rows`).
+        if dist_sod > 0.0:
+            _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                           sdd, sod, pitch, np.int64(FLAT), voxel_width, sdd, 0.0, 0.0, 0.0,
+                           dist_sod, True)
+        else:
+            _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight,
+                           sdd, sod, pitch, np.int64(FLAT), voxel_width, sdd, 0.0, 0.0, 0.0,
+                           dist_sod, False)
+        curve_row(fp, lo, hi, x0, y, voxel_width, sx, sy, 1.0 / math.atan(pixel_width / sdd),
+                  center_col)
     else:
         _footprint_row(fp, lo, hi, x0, y, cx, cy, sx, sy, cxp, cyp, half_p, par_weight, sdd,
                        sod, pitch, model, voxel_width, pixel_width, center_col, ox, oy,
