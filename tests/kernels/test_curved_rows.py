@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from leap.kernels.cpu._jit import axial_column_footprint
+from leap.kernels.cpu._jit import axial_column_footprint, fbp_distance_weight
 from leap.kernels.cpu.axial import row_footprints
 from leap.kernels.cpu.curved_rows import ATAN_MAX, atan_small
 from leap.kernels.footprints import CURVED
@@ -41,28 +41,39 @@ def test_atan_small_within_two_ulp_of_libm():
     assert np.isnan(_atan_small(np.array([np.nan]))[0])
 
 
-def _shared(x0, y, n, cx, cy, sx, sy, sdd, voxel_width, pixel_width, center_col):
-    return np.array([axial_column_footprint(x0 + ix * voxel_width, y, cx, cy, sx, sy, sdd,
-                                            CURVED, voxel_width, pixel_width, center_col,
-                                            0.0, 0.0) for ix in range(n)])
+def _shared(x0, y, n, cx, cy, sx, sy, sdd, voxel_width, pixel_width, center_col, dist_sod):
+    """The general path's footprints (axial._footprint_row): the shared function, its
+    weight times FBP's distance weight where dist_sod > 0."""
+    rows = []
+    for ix in range(n):
+        x = x0 + ix * voxel_width
+        c0, c1, w, d = axial_column_footprint(x, y, cx, cy, sx, sy, sdd, CURVED, voxel_width,
+                                              pixel_width, center_col, 0.0, 0.0)
+        if dist_sod > 0.0:
+            w *= fbp_distance_weight(CURVED, dist_sod, x, y, cx, cy, d)
+        rows.append((c0, c1, w, d))
+    return np.array(rows)
 
 
+@pytest.mark.parametrize("fbp", [False, True])
 @pytest.mark.parametrize("sdd, sod", [(1000.0, 500.0), (60.0, 25.0)])
 @pytest.mark.parametrize("angle", [0.0, 0.3, 1.2, 2.0, 3.9, 5.5])
-def test_curved_row_footprints_equal_the_shared_curved_footprint(sdd, sod, angle):
+def test_curved_row_footprints_equal_the_shared_curved_footprint(sdd, sod, angle, fbp):
     """Rows through a 40 mm field at two geometries: at sod 500 every slope is inside
     ATAN_MAX (the polynomial), at sod 25 some are not and the row takes libm's atan,
-    equal bit for bit."""
+    equal bit for bit. With FBP's distance weight (``fbp``) and without."""
+    dist_sod = sod if fbp else 0.0
     n, voxel_width, pixel_width, center_col = 81, 0.5, 0.7, 63.2
     x0 = -20.0
     cx, cy = math.cos(angle), math.sin(angle)
     sx, sy = sod * cy, -sod * cx                  # rays run along (−cy, cx)
     fronts = inside = 0
     for y in np.linspace(-20.0, 20.0, 9):
-        want = _shared(x0, y, n, cx, cy, sx, sy, sdd, voxel_width, pixel_width, center_col)
+        want = _shared(x0, y, n, cx, cy, sx, sy, sdd, voxel_width, pixel_width, center_col,
+                       dist_sod)
         fp = np.full((5, n + 3), np.nan)
         _row(fp, 0, n, x0, y, cx, cy, sx, sy, sdd, voxel_width, pixel_width, center_col,
-             0.0)
+             dist_sod)
         behind = want[:, 3] <= 0.0
         assert np.array_equal(fp[3, :n] <= 0.0, behind)
         front = ~behind
