@@ -63,27 +63,17 @@ def _atan_coefficients(degree=12):
 
 #: See :func:`_atan_coefficients`.
 ATAN_POLY = _atan_coefficients()
-(_A0, _A1, _A2, _A3, _A4, _A5, _A6, _A7, _A8, _A9, _A10, _A11, _A12) = ATAN_POLY
+_HORNER = ATAN_POLY[::-1]
 
 
 @numba.njit(**INLINE)
 def atan_small(u):
     """atan(u) for ``|u| <= ATAN_MAX`` (module notes); branch-free, so loops over it
-    vectorise."""
+    vectorise (LLVM unrolls the loop over the coefficients first)."""
     t = u * u
-    p = _A12
-    p = p * t + _A11
-    p = p * t + _A10
-    p = p * t + _A9
-    p = p * t + _A8
-    p = p * t + _A7
-    p = p * t + _A6
-    p = p * t + _A5
-    p = p * t + _A4
-    p = p * t + _A3
-    p = p * t + _A2
-    p = p * t + _A1
-    p = p * t + _A0
+    p = 0.0
+    for c in _HORNER:
+        p = p * t + c
     return u + u * (t * p)
 
 
