@@ -79,6 +79,8 @@ def test_blocks_and_tails_equal_the_scalar_arithmetic(dtype):
 def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, D2, r, W, Q):
     """The fused pass; with two columns (mode 2) it also takes ray stretches into Q and
     returns how many."""
+    if mode == 3:
+        return add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, W, None, 0.0, None)
     if mode == 2:
         return add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1,
                                           (D2, r, Q))
@@ -92,21 +94,28 @@ def _fused(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, D2, r, W, Q):
 def _separate(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, mode, D2, r, W, E):
     """The kernels' former two passes: interpolate into E, then add the differences
     (mode 0: weighted by W times the ray stretch of D2 and r, as the modular
-    back-projector's separate pass did)."""
+    back-projector's separate pass did; mode 3: by W alone)."""
     cumulative_at(cum, c, n, o, s, t0, t1, E)
     for t in range(t0, t1):
         d = E[t + 1] - E[t]
-        a[a0 + t] += (W[t] * ray_stretch(D2[t], r) if mode == 0 else w0) * d
+        if mode == 0:
+            w = W[t] * ray_stretch(D2[t], r)
+        elif mode == 3:
+            w = W[t]
+        else:
+            w = w0
+        a[a0 + t] += w * d
         if mode == 2:
             a[a1 + t] += w1 * d
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
 def test_fused_differences_equal_interpolation_then_differences(dtype, mode):
     """add_cumulative_differences = cumulative_at, then the differences added with one
     weight into one column (mode 1) or two (mode 2), or with a weight per difference
-    (mode 0: slice weights times the ray stretch, its root taken in the loop), equal but
+    (mode 0: slice weights times the ray stretch, its root taken in the loop; mode 3:
+    slice weights alone, helical FBP's back-projection), equal but
     for the rounding of advanced positions (the two passes' blocks start at different
     positions), on ranges that start and end off the column, inside it, and every mix;
     nothing is written outside the output ranges. With two columns the loop also takes another

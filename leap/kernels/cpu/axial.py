@@ -418,10 +418,14 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
                                 w2 = 0.0
                             combine_columns(Gf, c0, c0 + stride, c0 + 2 * stride, w0, w1, w2,
                                             nrows, A + 0.5, B, kb0, kb1, Gc)
-                            if slice_w is not None:
+                            if slice_w is not None and stretch:
                                 add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
                                                            sf, col, (D2, ir, sw), None, 0.0,
                                                            None)
+                            elif slice_w is not None:
+                                # Slice weights alone (helical FBP): no root of 1 a voxel.
+                                add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
+                                                           sf, col, sw, None, 0.0, None)
                             else:
                                 add_cumulative_differences(Gc, 0, nrows, A + 0.5, B, kb0, kb1,
                                                            sf, col, 1.0, None, 0.0, None)

@@ -366,13 +366,16 @@ def _interp_one(cum, base, o, s, t):
 
 
 def _weight(w, t):
-    """w (a float) or, for a ray-stretch triple (D2, r, v), ``v[t]·√(1 + D2[t]·r)``."""
+    """w (a float), ``w[t]`` (an array of weights) or, for a ray-stretch triple (D2, r, v),
+    ``v[t]·√(1 + D2[t]·r)``."""
 
 
 @overload(_weight, inline="always")
 def _weight_impl(w, t):
     if isinstance(w, types.BaseTuple):
         return lambda w, t: w[2][np.uintp(t)] * ray_stretch(w[0][np.uintp(t)], w[1])
+    if isinstance(w, types.Array):
+        return lambda w, t: w[np.uintp(t)]
     return lambda w, t: w
 
 
@@ -387,8 +390,9 @@ def _add_pair(a, a0, w0, a1, w1, t, d):
 def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots):
     """``a[a0 + t] += w0·(E[t + 1] − E[t])`` and, unless a1 is None, ``a[a1 + t] +=
     w1·(E[t + 1] − E[t])`` for ``t0 <= t < t1``, with ``E[t] = C(o + t·s)`` as
-    :func:`cumulative_at` gives it (w0 may be a ray-stretch triple (D2, r, v) instead,
-    with a1 None: weight ``v[t]·√(1 + D2[t]·r)``, :mod:`leap.kernels.cpu.voxel_weights`):
+    :func:`cumulative_at` gives it (w0 may be an array of weights instead, with a1 None:
+    ``w0[t]``, or a ray-stretch triple (D2, r, v): weight ``v[t]·√(1 + D2[t]·r)``,
+    :mod:`leap.kernels.cpu.voxel_weights`):
     :func:`cumulative_at` then :func:`add_differences` (or its two-column and weighted
     forms) in one pass, the same sums bit for bit, without storing and reloading E (the
     vector blocks difference in registers,

@@ -308,9 +308,10 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
     values, bit for bit the same sums). Returns ``e`` at the last position (prev if
     count is 0).
 
-    Weights per difference instead (with a1 None): w0 a triple ``(D2, r, v)``, weight
-    ``v[u − 1]·√(1 + D2[u − 1]·r)``: slice weights v times the vertical modular modules'
-    ray stretch (:mod:`leap.kernels.cpu.voxel_weights`), its square root taken here.
+    Weights per difference instead (with a1 None): w0 an array, weight ``w0[u − 1]``
+    (slice weights), or a triple ``(D2, r, v)``, weight ``v[u − 1]·√(1 + D2[u − 1]·r)``:
+    slice weights v times the vertical modular modules' ray stretch
+    (:mod:`leap.kernels.cpu.voxel_weights`), its square root taken here.
 
     ``roots``, unless None, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for
     ``0 <= i < LANES·count`` in the same loop (the modular projector's next voxel
@@ -319,19 +320,22 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
     they were a third of the modular kernels' time).
 
     a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w1 : float64;
-    w0 : float64 or a triple (array, float64, array); D2, v, Q : 1-D C-contiguous float64
+    w0 : float64, an array or a triple (array, float64, array); D2, v, Q : 1-D
+    C-contiguous float64
     arrays; the other arguments and the caller's guarantees as for :func:`interp_blocks`,
     and ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's, D2's, v's) inside the
     arrays, the roots' D2 and Q at least ``LANES·count`` long.
     """
     two = not isinstance(a1, types.NoneType)
     per_position = not isinstance(w0, (types.Float, types.Integer))
+    stretched = per_position and _is_stretch(w0)
     rooting = not isinstance(roots, types.NoneType)
     if not (_is_1d(cum, (types.float32, types.float64)) and _is_1d(a, (types.float64,))
             and all(isinstance(v, types.Integer) for v in (base, t, count, a0))
             and (not two or isinstance(a1, types.Integer))
             and (not rooting or _is_stretch(roots))
-            and (not per_position or (_is_stretch(w0) and not two))):
+            and (not per_position or ((stretched or _is_1d(w0, (types.float64,)))
+                                      and not two))):
         return None
     f64 = types.float64
     sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64,
@@ -349,8 +353,8 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                   _int64(context, builder, t_v, t_ty),
                   _int64(context, builder, count_v, count_ty), prev_v,
                   _data(context, builder, a_ty, a_v), _int64(context, builder, a0_v, a0_ty)]
-        params += (_stretch_pointers(context, builder, w0_ty, w0_v) if per_position
-                   else [w0_v])
+        params += (_stretch_pointers(context, builder, w0_ty, w0_v) if stretched
+                   else [_data(context, builder, w0_ty, w0_v)] if per_position else [w0_v])
         if two:
             params += [_int64(context, builder, a1_v, a1_ty), w1_v]
         if rooting:
@@ -360,10 +364,14 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
             values = list(values)
             data, o, s, t, count, prev, a, a0 = values[:8]
             rest = values[8:]
-            if per_position:
+            if stretched:
                 d2w, rw, vw = rest[:3]
                 rw = _splat(b, rw, vd)
                 rest = rest[3:]
+                outputs = [(a0, None)]
+            elif per_position:
+                vw = rest[0]
+                rest = rest[1:]
                 outputs = [(a0, None)]
             else:
                 outputs = [(a0, rest[0])]
@@ -401,7 +409,9 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                 step = b.mul(block, ir.Constant(_I64, LANES))
                 if per_position:
                     index = b.add(b.sub(t, one), step)
-                    weights[0] = b.fmul(load(vw, index), stretch(d2w, index, rw))
+                    weights[0] = load(vw, index)
+                    if stretched:
+                        weights[0] = b.fmul(weights[0], stretch(d2w, index, rw))
                 if rooting:
                     b.store(stretch(d2q, step, rq), _vector_at(b, qq, step), align=8)
                 for start, wv in zip(starts, weights):
@@ -414,7 +424,8 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
 
         return _outlined(builder, _variant("add_interp_differences", cum_ty,
                                            index_ty == _I64 and "i64", two and "two",
-                                           per_position and "stretch",
+                                           stretched and "stretch",
+                                           per_position and not stretched and "weights",
                                            rooting and "roots"), _F64, params, emit)
 
     return sig, codegen
