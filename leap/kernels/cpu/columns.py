@@ -23,7 +23,11 @@ one branch-free loop (the few positions off the ends are peeled off first) and i
 differences are added, in the same pass, into the two columns' rows, which are
 contiguous in the (column, row) view buffer (:func:`add_cumulative_differences`; wider
 footprints interpolate once into a vector, :func:`cumulative_at`, for all their
-pixels). The back-projector first weights its two or three taps' cumulative sums into
+pixels). A column whose values the projector weights per view (the modular stretch,
+slice weights) has no precomputed running sum: where its rows are at most two voxels
+long, each row's integral is taken from the two or three values it meets
+(:func:`add_integrals`, no running sum; :func:`row_integral`). The back-projector first
+weights its two or three taps' cumulative sums into
 one (:func:`combine_columns`), then interpolates once per voxel boundary. The
 difference and weighting loops index with unsigned integers, so Numba emits no
 negative-index wrap-around and LLVM vectorises them; the interpolations, whose indexed
@@ -65,7 +69,7 @@ from numba.extending import overload
 
 from . import threads
 from ._jit import FAST_JIT, INLINE
-from .simd import LANES, add_interp_differences, interp_blocks
+from .simd import LANES, add_interp_differences, add_row_integrals, interp_blocks
 from .voxel_weights import ray_stretch
 
 # Guard columns around the detector in the projector's view buffer and in the
@@ -387,7 +391,7 @@ def _add_pair(a, a0, w0, a1, w1, t, d):
 
 
 @numba.njit(**INLINE)
-def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots):
+def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1):
     """``a[a0 + t] += w0·(E[t + 1] − E[t])`` and, unless a1 is None, ``a[a1 + t] +=
     w1·(E[t + 1] − E[t])`` for ``t0 <= t < t1``, with ``E[t] = C(o + t·s)`` as
     :func:`cumulative_at` gives it (w0 may be an array of weights instead, with a1 None:
@@ -398,10 +402,6 @@ def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots
     vector blocks difference in registers,
     :func:`leap.kernels.cpu.simd.add_interp_differences`). The differences between
     positions off the same end are exactly 0 and are not added.
-
-    ``roots`` (None or a triple (D2, r, Q), D2 and Q at least ``t1 − t0 + 1`` long): in
-    the same loop, ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <`` the returned count (the
-    vector loop's positions, a multiple of 4; the caller takes the rest).
     """
     base = np.uintp(c)
     top = np.float64(cum[base + np.uintp(n)])
@@ -421,15 +421,65 @@ def add_cumulative_differences(cum, c, n, o, s, t0, t1, a, a0, w0, a1, w1, roots
             _add_pair(a, a0, w0, a1, w1, ta - 1, e)
         # The last inside position tb is the scalar loop's (simd module notes).
         blocks = max(tb - ta - 1, 0) // LANES
-        prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1,
-                                      roots)
+        prev = add_interp_differences(cum, base, o, s, ta + 1, blocks, e, a, a0, w0, a1, w1)
         for t in range(ta + 1 + blocks * LANES, tb + 1):
             e = _interp_one(cum, base, o, s, t)
             _add_pair(a, a0, w0, a1, w1, t - 1, e - prev)
             prev = e
     if t0 <= tb < t1:
         _add_pair(a, a0, w0, a1, w1, tb, top - prev)
-    return LANES * blocks
+
+
+#: Zeros before a column's values in the buffer of :func:`add_integrals` (rows reach up
+#: to two cells below the column's first voxel) and at least as many after it.
+CELL_PAD = 4
+
+
+@numba.njit(**INLINE)
+def row_integral(u, p, s):
+    """``∫ u`` over ``[p, p + s]`` (``0 <= p``, ``0 < s <= 2``) of the piecewise-constant
+    ``u[k]`` on ``[k, k + 1)``: the row integrals of
+    :func:`leap.kernels.cpu.simd.add_row_integrals`, operation for operation."""
+    kf = float(int(p))
+    frac = p - kf
+    upper = frac + s                 # the upper edge from the start of cell kf
+    past1 = upper >= 1.0
+    past2 = upper >= 2.0
+    i = np.uintp(int(kf))
+    c0 = u[i]
+    c1 = u[i + np.uintp(1)]
+    top = u[i + np.uintp(2)] if past2 else (c1 if past1 else c0)
+    whole = (c0 if past1 else 0.0) + (c1 if past2 else 0.0)
+    frac1 = upper - (2.0 if past2 else (1.0 if past1 else 0.0))
+    return (whole - frac * c0) + frac1 * top
+
+
+@numba.njit(**INLINE)
+def add_integrals(u, n, o, s, t0, t1, a, a0, w0, a1, w1, roots, most):
+    """``a[a0 + t] += w0·(E[t + 1] − E[t])`` and ``a[a1 + t] += w1·(E[t + 1] − E[t])``
+    for ``t0 <= t < t1``, ``E[t] = C(o + t·s)`` the cumulative integral of a column of n
+    values, as :func:`add_cumulative_differences` adds them, but from the values
+    themselves: ``u[CELL_PAD + k]`` (value k; zeros in the CELL_PAD entries before and
+    the CELL_PAD after them), each row's integral over its cells
+    (:func:`row_integral`) instead of differences of interpolated cumulative sums,
+    so the caller takes no running sum of the column. For ``0 < s <= 2`` and rows
+    whose positions lie in ``[−2, n]``.
+
+    ``roots`` (None or a triple (D2, r, Q), D2 and Q at least ``t1 − t0 + 1`` long): in
+    the same loop, ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <`` the returned count (the
+    vector loop's positions, a multiple of 4, at most ``most``; the caller takes the
+    rest): the modular projector's next voxel column's stretch
+    (:mod:`leap.kernels.cpu.voxel_weights`).
+    """
+    o = o + CELL_PAD
+    blocks = max(t1 - t0, 0) // LANES
+    root_blocks = min(blocks, most // LANES)
+    add_row_integrals(u, o, s, t0, blocks, a, a0, w0, a1, w1, roots, root_blocks)
+    for t in range(t0 + blocks * LANES, t1):
+        d = row_integral(u, o + t * s, s)
+        a[np.uintp(a0 + t)] += w0 * d
+        a[np.uintp(a1 + t)] += w1 * d
+    return LANES * root_blocks
 
 
 @numba.njit(**INLINE)

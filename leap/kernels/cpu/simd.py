@@ -1,6 +1,8 @@
 """Explicit SIMD for the one loop LLVM's vectoriser leaves scalar: interpolating a
 cumulative sum at evenly spaced positions (:func:`leap.kernels.cpu.columns.cumulative_at`,
-:func:`leap.kernels.cpu.columns.add_cumulative_differences`).
+:func:`leap.kernels.cpu.columns.add_cumulative_differences`), and its relative that
+integrates a column's values over evenly spaced rows
+(:func:`add_row_integrals`, :func:`leap.kernels.cpu.columns.add_integrals`).
 
 Why by hand. Each position ``q = o + t·s`` reads the two neighbours ``cum[⌊q⌋]``,
 ``cum[⌊q⌋ + 1]``: an indexed (gather) load, which LLVM's cost model does not vectorise,
@@ -107,12 +109,28 @@ def _splat(builder, x, vd):
     return v
 
 
-def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body):
+class _Lanes:
+    """One block's positions ``q``, their floors ``kf`` and fractions ``frac`` (vectors of
+    float64) and ``cells``: the vectors ``data[⌊q⌋ + c]``, c = 0, 1 (and 2, 3 with
+    ``cells=4``)."""
+
+    def __init__(self, q, kf, frac, cells):
+        self.q, self.kf, self.frac, self.cells = q, kf, frac, cells
+
+
+def _interpolated(builder, lanes):
+    """``c0 + (q − ⌊q⌋)·(c1 − c0)``: the cumulative sums' interpolant at the positions."""
+    c0, c1 = lanes.cells[:2]
+    return builder.fadd(c0, builder.fmul(lanes.frac, builder.fsub(c1, c0)))
+
+
+def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body, cells=2):
     """Emit the loop over ``count`` blocks of positions ``t + i`` (int64 values) of the
-    cumulative sums at ``data`` (a float or double pointer to the column's first entry):
-    per block, the vector ``e`` of the interpolated values and ``body(block, e,
-    carried)``, which returns the next ``carried`` (a value of LLVM type ``carry[1]`` that
-    starts as ``carry[0]``, or None). Returns the carried value after the loop."""
+    column at ``data`` (a float or double pointer to its first entry): per block,
+    ``body(block, lanes, carried)`` (``lanes`` a :class:`_Lanes`: the positions and the
+    ``cells`` entries from each one's floor, 2 or, for double data, 4), which returns the
+    next ``carried`` (a value of LLVM type ``carry[1]`` that starts as ``carry[0]``, or
+    None). Returns the carried value after the loop."""
     vd = ir.VectorType(_F64, LANES)
     vk = ir.VectorType(index_ty, LANES)
 
@@ -136,7 +154,8 @@ def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body):
     q = builder.phi(vd)
     carried = builder.phi(carry[1]) if carry else None
     k = builder.fptosi(q, vk)               # q > 0: truncation is the floor
-    frac = builder.fsub(q, builder.sitofp(k, vd))
+    kf = builder.sitofp(k, vd)
+    frac = builder.fsub(q, kf)
 
     if slot is None:
         indices = [builder.sext(builder.extract_element(k, ir.Constant(_I32, i)), _I64)
@@ -154,26 +173,31 @@ def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body):
         indices = [builder.sext(builder.load(builder.gep(lanes, [ir.Constant(_I32, i)])), _I64)
                    for i in range(LANES)]
 
-    def neighbours(i, ty, align):
-        ptr = builder.gep(data, [indices[i]], inbounds=True)
+    def neighbours(i, ty, align, offset):
+        ptr = builder.gep(data, [builder.add(indices[i], ir.Constant(_I64, offset))],
+                          inbounds=True)
         return builder.load(builder.bitcast(ptr, ty.as_pointer()), align=align)
 
     # Each lane's pair (c0, c1) as one load (8 bytes of float32, 16 of float64); the
     # pairs of lanes 0 and 2, 1 and 3 side by side (for float32 then converted, four
     # values per instruction), then the even and odd entries: two inserts and two
     # unpacks (inserting lane by lane took twice as many instructions; float32 pairs
-    # as 8-byte integers put together and split by shuffles, 6 % slower).
+    # as 8-byte integers put together and split by shuffles, 6 % slower). Four cells:
+    # the pairs (c2, c3) the same way.
     single = isinstance(data.type.pointee, ir.FloatType)
+    assert cells == 2 or not single
     pair_ty = ir.VectorType(ir.FloatType() if single else _F64, 2)
-    p0, p1, p2, p3 = (neighbours(i, pair_ty, 4 if single else 8) for i in range(LANES))
-    x = builder.shuffle_vector(p0, p2, _lane_constant(range(4)))
-    y = builder.shuffle_vector(p1, p3, _lane_constant(range(4)))
-    if single:
-        x, y = builder.fpext(x, vd), builder.fpext(y, vd)
-    c0 = builder.shuffle_vector(x, y, _lane_constant((0, 4, 2, 6)))
-    c1 = builder.shuffle_vector(x, y, _lane_constant((1, 5, 3, 7)))
-    e = builder.fadd(c0, builder.fmul(frac, builder.fsub(c1, c0)))
-    following_carried = body(block, e, carried)
+    values = []
+    for offset in range(0, cells, 2):
+        p0, p1, p2, p3 = (neighbours(i, pair_ty, 4 if single else 8, offset)
+                          for i in range(LANES))
+        x = builder.shuffle_vector(p0, p2, _lane_constant(range(4)))
+        y = builder.shuffle_vector(p1, p3, _lane_constant(range(4)))
+        if single:
+            x, y = builder.fpext(x, vd), builder.fpext(y, vd)
+        values.append(builder.shuffle_vector(x, y, _lane_constant((0, 4, 2, 6))))
+        values.append(builder.shuffle_vector(x, y, _lane_constant((1, 5, 3, 7))))
+    following_carried = body(block, _Lanes(q, kf, frac, values), carried)
 
     following = builder.add(block, ir.Constant(_I64, 1))
     block.add_incoming(ir.Constant(_I64, 0), entry)
@@ -208,6 +232,21 @@ def _vector_at(builder, data, index):
     """Pointer to ``data[index]`` (a double pointer) as a pointer to LANES float64."""
     return builder.bitcast(builder.gep(data, [index], inbounds=True),
                            ir.VectorType(_F64, LANES).as_pointer())
+
+
+def _load_vector(builder, data, index):
+    """The LANES float64 at ``data[index]`` (a double pointer)."""
+    return builder.load(_vector_at(builder, data, index), align=8)
+
+
+def _stretch_vector(builder, squares, index, r):
+    """√(1 + D2[index..]·r) (r a vector): voxel_weights.ray_stretch, operation for
+    operation."""
+    vd = ir.VectorType(_F64, LANES)
+    sqrt = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vd, [vd]),
+                                          f"llvm.sqrt.v{LANES}f64")
+    x = builder.fmul(_load_vector(builder, squares, index), r)
+    return builder.call(sqrt, [builder.fadd(ir.Constant(vd, [1.0] * LANES), x)])
 
 
 def _outlined(builder, name, return_type, args, emit):
@@ -267,9 +306,9 @@ def interp_blocks(typingctx, cum, base, o, s, t, count, E):
         def emit(b, params):
             data, o, s, t, count, E = params
 
-            def store(block, e, _):
+            def store(block, lanes, _):
                 index = b.add(t, b.mul(block, ir.Constant(_I64, LANES)))
-                b.store(e, _vector_at(b, E, index), align=8)
+                b.store(_interpolated(b, lanes), _vector_at(b, E, index), align=8)
 
             _emit_blocks(index_ty, b, data, o, s, t, count, None, store)
 
@@ -299,8 +338,7 @@ def _stretch_pointers(context, builder, ty, value):
 
 
 @intrinsic
-def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0, a1, w1,
-                           roots):
+def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0, a1, w1):
     """The values ``e_u`` of :func:`interp_blocks` at ``u = t .. t + LANES·count − 1``,
     not stored: their differences ``d_u = e_u − e_{u−1}`` (``e_{t−1} = prev``) are added
     to ``a[a0 + u − 1] += w0·d_u`` and, unless a1 is None, ``a[a1 + u − 1] += w1·d_u``
@@ -313,39 +351,28 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
     slice weights v times the vertical modular modules' ray stretch
     (:mod:`leap.kernels.cpu.voxel_weights`), its square root taken here.
 
-    ``roots``, unless None, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for
-    ``0 <= i < LANES·count`` in the same loop (the modular projector's next voxel
-    column's stretch). This loop waits on its shuffles and loads, not on the
-    square-root unit, which takes these roots at little cost (as a pass of its own
-    they were a third of the modular kernels' time).
-
     a : 1-D C-contiguous float64 array; a0, a1 : integer offsets; prev, w1 : float64;
     w0 : float64, an array or a triple (array, float64, array); D2, v, Q : 1-D
     C-contiguous float64
     arrays; the other arguments and the caller's guarantees as for :func:`interp_blocks`,
     and ``a[a0 + t − 1 .. a0 + t + LANES·count − 2]`` (and a1's, D2's, v's) inside the
-    arrays, the roots' D2 and Q at least ``LANES·count`` long.
+    arrays.
     """
     two = not isinstance(a1, types.NoneType)
     per_position = not isinstance(w0, (types.Float, types.Integer))
     stretched = per_position and _is_stretch(w0)
-    rooting = not isinstance(roots, types.NoneType)
     if not (_is_1d(cum, (types.float32, types.float64)) and _is_1d(a, (types.float64,))
             and all(isinstance(v, types.Integer) for v in (base, t, count, a0))
             and (not two or isinstance(a1, types.Integer))
-            and (not rooting or _is_stretch(roots))
             and (not per_position or ((stretched or _is_1d(w0, (types.float64,)))
                                       and not two))):
         return None
     f64 = types.float64
-    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64,
-              roots)
+    sig = f64(cum, base, f64, f64, t, count, f64, a, a0, w0 if per_position else f64, a1, f64)
 
     def codegen(context, builder, signature, args):
-        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, w0_ty, a1_ty, _, roots_ty = \
-            signature.args
-        (cum_v, base_v, o_v, s_v, t_v, count_v, prev_v, a_v, a0_v, w0_v, a1_v, w1_v,
-         roots_v) = args
+        cum_ty, base_ty, _, _, t_ty, count_ty, _, a_ty, a0_ty, w0_ty, a1_ty, _ = signature.args
+        cum_v, base_v, o_v, s_v, t_v, count_v, prev_v, a_v, a0_v, w0_v, a1_v, w1_v = args
         vd = ir.VectorType(_F64, LANES)
         index_ty = _index_type(context)
         params = [_data(context, builder, cum_ty, cum_v,
@@ -357,8 +384,6 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                    else [_data(context, builder, w0_ty, w0_v)] if per_position else [w0_v])
         if two:
             params += [_int64(context, builder, a1_v, a1_ty), w1_v]
-        if rooting:
-            params += _stretch_pointers(context, builder, roots_ty, roots_v)
 
         def emit(b, values):
             values = list(values)
@@ -378,20 +403,11 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                 rest = rest[1:]
             if two:
                 outputs.append((rest[0], rest[1]))
-                rest = rest[2:]
-            if rooting:
-                d2q, rq, qq = rest
-                rq = _splat(b, rq, vd)
-            sqrt = cgutils.get_or_insert_function(b.module, ir.FunctionType(vd, [vd]),
-                                                  f"llvm.sqrt.v{LANES}f64")
-            one_v = ir.Constant(vd, [1.0] * LANES)
-
             def load(data, index):
-                return b.load(_vector_at(b, data, index), align=8)
+                return _load_vector(b, data, index)
 
             def stretch(squares, index, r):
-                """√(1 + D2[index..]·r): voxel_weights.ray_stretch, operation for operation."""
-                return b.call(sqrt, [b.fadd(one_v, b.fmul(load(squares, index), r))])
+                return _stretch_vector(b, squares, index, r)
 
             one = ir.Constant(_I64, 1)
             # a[offset + t − 1 + LANES·block + i], i < LANES.
@@ -401,7 +417,8 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
             prev_vector = b.insert_element(ir.Constant(vd, ir.Undefined), prev,
                                            ir.Constant(_I32, LANES - 1))
 
-            def add(block, e, carried):
+            def add(block, lanes, carried):
+                e = _interpolated(b, lanes)
                 # (e_{u−1}) = the previous block's last value, then this block's first three.
                 before = b.shuffle_vector(carried, e, _lane_constant(
                     range(LANES - 1, 2 * LANES - 1)))
@@ -412,8 +429,6 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                     weights[0] = load(vw, index)
                     if stretched:
                         weights[0] = b.fmul(weights[0], stretch(d2w, index, rw))
-                if rooting:
-                    b.store(stretch(d2q, step, rq), _vector_at(b, qq, step), align=8)
                 for start, wv in zip(starts, weights):
                     ptr = _vector_at(b, a, b.add(start, step))
                     b.store(b.fadd(b.load(ptr, align=8), b.fmul(wv, d)), ptr, align=8)
@@ -425,7 +440,92 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
         return _outlined(builder, _variant("add_interp_differences", cum_ty,
                                            index_ty == _I64 and "i64", two and "two",
                                            stretched and "stretch",
-                                           per_position and not stretched and "weights",
-                                           rooting and "roots"), _F64, params, emit)
+                                           per_position and not stretched and "weights"),
+                         _F64, params, emit)
+
+    return sig, codegen
+
+
+@intrinsic
+def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, root_blocks):
+    """``a[a0 + j] += w0·d_j`` and ``a[a1 + j] += w1·d_j`` for the rows ``j = t .. t +
+    LANES·count − 1``, where ``d_j = ∫ u`` over ``[p, p + s]``, ``p = o + j·s``, of the
+    column's piecewise-constant values (``u[k]`` on ``[k, k + 1)``): the difference of
+    the cumulative integral at the row's two edges, taken without the cumulative sums
+    (:func:`leap.kernels.cpu.columns.row_integral`, operation for operation; the
+    positions advance by addition, as in :func:`interp_blocks`). Returns nothing.
+
+    A row meets at most three cells when ``0 < s <= 2``: with ``k = ⌊p⌋`` and ``k' =
+    ⌊p + s⌋ <= k + 2``, ``d = (Σ_{k <= i < k'} u[i]) − (p − k)·u[k] + (p + s −
+    k')·u[k']``; the sum is 0, ``u[k]`` or ``u[k] + u[k + 1]``, chosen by comparisons, so
+    the loop has no branches.
+
+    ``roots``, unless None, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for ``0
+    <= i < LANES·min(count, root_blocks)`` in the same loop, as for
+    :func:`add_interp_differences` (the caller shares the roots between this loop and
+    others: the square-root unit sets this loop's pace when it takes one a row).
+
+    u, a : 1-D C-contiguous float64 arrays; o, s, w0, w1 : float64; t, count, a0, a1 :
+    integers. The caller guarantees ``0 <= p`` and ``u[⌊p⌋ .. ⌊p⌋ + 3]`` inside ``u``
+    for every row, ``0 < s <= 2``, and the rows of a inside it.
+    """
+    rooting = not isinstance(roots, types.NoneType)
+    if not (_is_1d(u, (types.float64,)) and _is_1d(a, (types.float64,))
+            and all(isinstance(v, types.Integer) for v in (t, count, a0, a1, root_blocks))
+            and (not rooting or _is_stretch(roots))):
+        return None
+    f64 = types.float64
+    sig = types.void(u, f64, f64, t, count, a, a0, f64, a1, f64, roots, root_blocks)
+
+    def codegen(context, builder, signature, args):
+        u_ty, _, _, t_ty, count_ty, a_ty, a0_ty, _, a1_ty, _, roots_ty, rb_ty = signature.args
+        u_v, o_v, s_v, t_v, count_v, a_v, a0_v, w0_v, a1_v, w1_v, roots_v, rb_v = args
+        vd = ir.VectorType(_F64, LANES)
+        index_ty = _index_type(context)
+        params = [_data(context, builder, u_ty, u_v), o_v, s_v,
+                  _int64(context, builder, t_v, t_ty),
+                  _int64(context, builder, count_v, count_ty),
+                  _data(context, builder, a_ty, a_v), _int64(context, builder, a0_v, a0_ty),
+                  w0_v, _int64(context, builder, a1_v, a1_ty), w1_v]
+        if rooting:
+            params += _stretch_pointers(context, builder, roots_ty, roots_v)
+            params.append(_int64(context, builder, rb_v, rb_ty))
+
+        def emit(b, values):
+            data, o, s, t, count, a, a0, w0, a1, w1 = values[:10]
+            if rooting:
+                d2q, rq, qq, rb = values[10:]
+                rq = _splat(b, rq, vd)
+            sv = _splat(b, s, vd)
+            zero = ir.Constant(vd, [0.0] * LANES)
+            one = ir.Constant(vd, [1.0] * LANES)
+            two = ir.Constant(vd, [2.0] * LANES)
+            outputs = [(b.add(a0, t), _splat(b, w0, vd)), (b.add(a1, t), _splat(b, w1, vd))]
+
+            def add(block, lanes, _):
+                c0, c1, c2, _ = lanes.cells
+                # The row's upper edge, from the start of cell k: in cell k + 0, 1 or 2.
+                upper = b.fadd(lanes.frac, sv)
+                past1 = b.fcmp_ordered(">=", upper, one)
+                past2 = b.fcmp_ordered(">=", upper, two)
+                frac1 = b.fsub(upper, b.select(past2, two, b.select(past1, one, zero)))
+                top = b.select(past2, c2, b.select(past1, c1, c0))
+                whole = b.fadd(b.select(past1, c0, zero), b.select(past2, c1, zero))
+                d = b.fadd(b.fsub(whole, b.fmul(lanes.frac, c0)), b.fmul(frac1, top))
+                step = b.mul(block, ir.Constant(_I64, LANES))
+                if rooting:
+                    with b.if_then(b.icmp_signed("<", block, rb), likely=True):
+                        b.store(_stretch_vector(b, d2q, step, rq), _vector_at(b, qq, step),
+                                align=8)
+                for start, wv in outputs:
+                    ptr = _vector_at(b, a, b.add(start, step))
+                    b.store(b.fadd(b.load(ptr, align=8), b.fmul(wv, d)), ptr, align=8)
+                return None
+
+            _emit_blocks(index_ty, b, data, o, s, t, count, None, add, cells=4)
+
+        _outlined(builder, _variant("add_row_integrals", u_ty, index_ty == _I64 and "i64",
+                                    rooting and "roots"), ir.VoidType(), params, emit)
+        return context.get_dummy_value()
 
     return sig, codegen

@@ -6,16 +6,22 @@ The modular model weights voxel k of a column by its own out-of-plane ray stretc
 the source, whose in-plane part is in the column weight), where the cone models weight
 detector rows. That is a float64 square root per voxel, column and view, and the
 square-root unit's throughput bounds it (0.8 ns a root on one core of an AVX-512 Xeon,
-the same with 512-bit vectors): as a pass of their own the roots were a third of the
-vertical-module kernels' time. The kernels take them instead inside the interpolation
-loop (:func:`leap.kernels.cpu.simd.add_interp_differences`), which waits on its loads
-and shuffles while that unit is idle: the back-projector its own weights' roots, the
-projector the next voxel column's (a column's values are weighted before their running
-sum, :func:`weighted_increments` and :func:`prefix_sum`, so its own are needed first).
+three cycles, the same with 512-bit vectors): as a pass of their own the roots were a
+third of the vertical-module kernels' time. The kernels take them instead inside a loop
+over rows, which waits on its loads and shuffles while that unit is idle: the
+back-projector its own weights' roots
+(:func:`leap.kernels.cpu.simd.add_interp_differences`), the projector the next voxel
+column's (:func:`leap.kernels.cpu.simd.add_row_integrals`: a column's values are
+weighted before the rows integrate them, :func:`weighted_increments`, so its own are
+needed first). The roots no loop took (a row's first column, columns with fewer rows
+than voxels) are taken in :func:`weighted_increments`' pass.
 256³ cone scan as vertical modules, one thread: back-projection 4.9 → 3.4 s, projection
-6.0 → 5.5 s (the projector's loop has fewer positions per root to hide them behind).
-Both kernels take the correctly rounded root of the same operands, bit for bit the
-separate pass's, so they stay exact transposes and their outputs are unchanged.
+6.0 → 5.5 s when first moved into the loops. Both kernels take the correctly rounded
+root of the same operands, bit for bit the separate pass's, so they stay exact
+transposes and their outputs are unchanged. The projector's row loop now waits on that
+unit (128³ bench problem, one thread: 0.62 s, 0.49 s without the roots); handing a
+share of the roots to the weighting pass instead (a quarter to five eighths) did not
+beat the noise.
 
 Tried: a float32 root (a quarter of the cost as a pass of its own; its rounding steps
 as the geometry moves made the geometry gradients' finite-difference checks twice as
@@ -61,34 +67,33 @@ def ray_stretch(d2, inv_rho2):
 
 
 @numba.njit(**INLINE)
-def column_stretch(inv_rho2, D2, k0, k1, Q):
-    """``Q[k] = ray_stretch(D2[k], inv_rho2)`` for ``k0 <= k < k1``: the ray stretch of a
-    column's voxels (D2 from :func:`squared_heights`, ``inv_rho2`` from
-    :func:`inverse_rho2`), where no interpolation loop took it."""
-    for k in range(np.uintp(k0), np.uintp(k1)):
-        Q[k] = ray_stretch(D2[k], inv_rho2)
-
-
-@numba.njit(**INLINE)
-def weighted_increments(cum, c, n, v, Q, P):
-    """``P[k] = (cum[c + k + 1] − cum[c + k])·v[k]·Q[k]``, ``0 <= k < n``: a column's voxel
-    values (differences of its cumulative sums) times the slice weights v and the ray
-    stretch Q (ones where a weight does not apply: exact). One vectorised pass."""
+def weighted_increments(cum, c, n, v, Q, P, p0, m, D2, inv_rho2):
+    """``P[p0 + k] = (cum[c + k + 1] − cum[c + k])·v[k]·Q[k]``, ``0 <= k < n``: a column's
+    voxel values (differences of its cumulative sums) times the slice weights v and the
+    ray stretch Q (ones where a weight does not apply: exact). For ``k >= m`` the
+    stretch is taken here instead, ``ray_stretch(D2[k], inv_rho2)``: this pass waits on
+    its loads, and the square-root unit is free. Vectorised loops."""
     one = np.uintp(1)
     b = np.uintp(c)
-    for k in range(np.uintp(0), np.uintp(n)):
-        P[k] = (np.float64(cum[b + k + one]) - np.float64(cum[b + k])) * v[k] * Q[k]
+    out = np.uintp(p0)
+    top = np.uintp(min(m, n))
+    for k in range(np.uintp(0), top):
+        P[out + k] = (np.float64(cum[b + k + one]) - np.float64(cum[b + k])) * v[k] * Q[k]
+    for k in range(top, np.uintp(n)):
+        P[out + k] = ((np.float64(cum[b + k + one]) - np.float64(cum[b + k])) * v[k] *
+                      ray_stretch(D2[k], inv_rho2))
 
 
 @numba.njit(**INLINE)
-def prefix_sum(p, n, out):
-    """``out[k] = Σ_{k' < k} p[k']`` for ``0 <= k <= n`` (float64).
+def prefix_sum(p, p0, n, out):
+    """``out[k] = Σ_{k' < k} p[p0 + k']`` for ``0 <= k <= n`` (float64).
 
     A running sum is one long chain of dependent additions; four chains over the
     quarters of ``p`` run side by side, and the quarters' offsets are added afterwards
     (vectorised), so the additions' latency is paid once per four entries.
     """
     m = n // 4
+    q = np.uintp(p0)
     one = np.uintp(1)
     b1 = np.uintp(m)
     b2 = np.uintp(2 * m)
@@ -99,16 +104,16 @@ def prefix_sum(p, n, out):
     s3 = 0.0
     out[0] = 0.0
     for k in range(np.uintp(0), b1):
-        s0 += p[k]
+        s0 += p[q + k]
         out[k + one] = s0
-        s1 += p[b1 + k]
+        s1 += p[q + b1 + k]
         out[b1 + k + one] = s1
-        s2 += p[b2 + k]
+        s2 += p[q + b2 + k]
         out[b2 + k + one] = s2
-        s3 += p[b3 + k]
+        s3 += p[q + b3 + k]
         out[b3 + k + one] = s3
     for k in range(b3 + b1, np.uintp(n)):
-        s3 += p[k]
+        s3 += p[q + k]
         out[k + one] = s3
     for k in range(b1 + one, b2 + one):
         out[k] += s0
