@@ -59,9 +59,9 @@ from ..footprints import CURVED, FLAT
 from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (CELL_PAD, GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
-                      add_differences, add_integrals, column_length, combine_columns, cumulative_at,
-                      fov_ix_range, scratch_vectors, store_tile, three_tap, tile_fov_ranges,
-                      two_pixels, two_tap)
+                      add_differences, add_integrals, column_length, combine_columns,
+                      cumulative_at, fov_ix_range, scratch_vectors, store_tile, three_tap,
+                      tile_fov_ranges, two_pixels, two_tap)
 from .curved_rows import curve_row
 from .voxel_weights import (inverse_rho2, prefix_sum, squared_heights,
                             weighted_increments)
