@@ -211,6 +211,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                            oy, dist_sod)
             ready = -1
             taken = 0
+            ir_next = 0.0
             for ix in range(lo, hi):
                 k_first = extent[iy, ix, 0]
                 k_last = extent[iy, ix, 1]
@@ -247,11 +248,13 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 if slice_w is not None:
                     if ready != ix:
                         taken = 0        # none of this column's stretch taken yet
+                        ir = inverse_rho2(x, y, sx, sy) if stretch else 0.0
+                    else:
+                        ir = ir_next     # the column before computed it
                     # The stretch's roots: the first ``taken`` from the loop of the
                     # column before, the rest in this pass (voxel_weights notes).
                     weighted_increments(Sf, cum, nz, sw, Q, W, CELL_PAD,
-                                        taken if stretch else nz, D2,
-                                        inverse_rho2(x, y, sx, sy) if stretch else 0.0)
+                                        taken if stretch else nz, D2, ir)
                     if not direct:
                         prefix_sum(W, CELL_PAD, nz, cumw)
                     # The next column's stretch, taken in this column's loop.

@@ -465,9 +465,9 @@ def add_integrals(u, n, o, s, t0, t1, a, a0, w0, a1, w1, roots, most):
     so the caller takes no running sum of the column. For ``0 < s <= 2`` and rows
     whose positions lie in ``[−2, n]``.
 
-    ``roots`` (None or a triple (D2, r, Q), D2 and Q at least ``t1 − t0 + 1`` long): in
-    the same loop, ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <`` the returned count (the
-    vector loop's positions, a multiple of 4, at most ``most``; the caller takes the
+    ``roots`` (a triple (D2, r, Q), D2 and Q at least ``t1 − t0 + 1`` long): in the same
+    loop, ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <`` the returned count (the vector
+    loop's positions, a multiple of 4, at most ``most``, 0 for none; the caller takes the
     rest): the modular projector's next voxel column's stretch
     (:mod:`leap.kernels.cpu.voxel_weights`).
     """

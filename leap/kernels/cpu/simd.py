@@ -109,27 +109,18 @@ def _splat(builder, x, vd):
     return v
 
 
-class _Lanes:
-    """One block's positions ``q``, their floors ``kf`` and fractions ``frac`` (vectors of
-    float64) and ``cells``: the vectors ``data[⌊q⌋ + c]``, c = 0, 1 (and 2, 3 with
-    ``cells=4``)."""
-
-    def __init__(self, q, kf, frac, cells):
-        self.q, self.kf, self.frac, self.cells = q, kf, frac, cells
-
-
-def _interpolated(builder, lanes):
+def _interpolated(builder, frac, cells):
     """``c0 + (q − ⌊q⌋)·(c1 − c0)``: the cumulative sums' interpolant at the positions."""
-    c0, c1 = lanes.cells[:2]
-    return builder.fadd(c0, builder.fmul(lanes.frac, builder.fsub(c1, c0)))
+    c0, c1 = cells[:2]
+    return builder.fadd(c0, builder.fmul(frac, builder.fsub(c1, c0)))
 
 
 def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body, cells=2):
     """Emit the loop over ``count`` blocks of positions ``t + i`` (int64 values) of the
     column at ``data`` (a float or double pointer to its first entry): per block,
-    ``body(block, lanes, carried)`` (``lanes`` a :class:`_Lanes`: the positions and the
-    ``cells`` entries from each one's floor, 2 or, for double data, 4), which returns the
-    next ``carried`` (a value of LLVM type ``carry[1]`` that starts as ``carry[0]``, or
+    ``body(block, frac, cells, carried)`` (``frac`` the vector of the positions' fractions
+    ``q − ⌊q⌋``, ``cells`` the vectors ``data[⌊q⌋ + c]``, c = 0, 1 and, for double data
+    and ``cells=4``, 2, 3), which returns the next ``carried`` (a value of LLVM type ``carry[1]`` that starts as ``carry[0]``, or
     None). Returns the carried value after the loop."""
     vd = ir.VectorType(_F64, LANES)
     vk = ir.VectorType(index_ty, LANES)
@@ -154,8 +145,7 @@ def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body, cells=2):
     q = builder.phi(vd)
     carried = builder.phi(carry[1]) if carry else None
     k = builder.fptosi(q, vk)               # q > 0: truncation is the floor
-    kf = builder.sitofp(k, vd)
-    frac = builder.fsub(q, kf)
+    frac = builder.fsub(q, builder.sitofp(k, vd))
 
     if slot is None:
         indices = [builder.sext(builder.extract_element(k, ir.Constant(_I32, i)), _I64)
@@ -197,7 +187,7 @@ def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body, cells=2):
             x, y = builder.fpext(x, vd), builder.fpext(y, vd)
         values.append(builder.shuffle_vector(x, y, _lane_constant((0, 4, 2, 6))))
         values.append(builder.shuffle_vector(x, y, _lane_constant((1, 5, 3, 7))))
-    following_carried = body(block, _Lanes(q, kf, frac, values), carried)
+    following_carried = body(block, frac, values, carried)
 
     following = builder.add(block, ir.Constant(_I64, 1))
     block.add_incoming(ir.Constant(_I64, 0), entry)
@@ -306,9 +296,9 @@ def interp_blocks(typingctx, cum, base, o, s, t, count, E):
         def emit(b, params):
             data, o, s, t, count, E = params
 
-            def store(block, lanes, _):
+            def store(block, frac, cells, _):
                 index = b.add(t, b.mul(block, ir.Constant(_I64, LANES)))
-                b.store(_interpolated(b, lanes), _vector_at(b, E, index), align=8)
+                b.store(_interpolated(b, frac, cells), _vector_at(b, E, index), align=8)
 
             _emit_blocks(index_ty, b, data, o, s, t, count, None, store)
 
@@ -403,12 +393,6 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                 rest = rest[1:]
             if two:
                 outputs.append((rest[0], rest[1]))
-            def load(data, index):
-                return _load_vector(b, data, index)
-
-            def stretch(squares, index, r):
-                return _stretch_vector(b, squares, index, r)
-
             one = ir.Constant(_I64, 1)
             # a[offset + t − 1 + LANES·block + i], i < LANES.
             starts = [b.sub(b.add(offset, t), one) for offset, _ in outputs]
@@ -417,8 +401,8 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
             prev_vector = b.insert_element(ir.Constant(vd, ir.Undefined), prev,
                                            ir.Constant(_I32, LANES - 1))
 
-            def add(block, lanes, carried):
-                e = _interpolated(b, lanes)
+            def add(block, frac, cells, carried):
+                e = _interpolated(b, frac, cells)
                 # (e_{u−1}) = the previous block's last value, then this block's first three.
                 before = b.shuffle_vector(carried, e, _lane_constant(
                     range(LANES - 1, 2 * LANES - 1)))
@@ -426,9 +410,9 @@ def add_interp_differences(typingctx, cum, base, o, s, t, count, prev, a, a0, w0
                 step = b.mul(block, ir.Constant(_I64, LANES))
                 if per_position:
                     index = b.add(b.sub(t, one), step)
-                    weights[0] = load(vw, index)
+                    weights[0] = _load_vector(b, vw, index)
                     if stretched:
-                        weights[0] = b.fmul(weights[0], stretch(d2w, index, rw))
+                        weights[0] = b.fmul(weights[0], _stretch_vector(b, d2w, index, rw))
                 for start, wv in zip(starts, weights):
                     ptr = _vector_at(b, a, b.add(start, step))
                     b.store(b.fadd(b.load(ptr, align=8), b.fmul(wv, d)), ptr, align=8)
@@ -460,8 +444,8 @@ def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, ro
     k')·u[k']``; the sum is 0, ``u[k]`` or ``u[k] + u[k + 1]``, chosen by comparisons, so
     the loop has no branches.
 
-    ``roots``, unless None, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for ``0
-    <= i < LANES·min(count, root_blocks)`` in the same loop, as for
+    ``roots``, a triple ``(D2, r, Q)``: ``Q[i] = √(1 + D2[i]·r)`` for ``0 <= i <
+    LANES·min(count, root_blocks)`` in the same loop, as for
     :func:`add_interp_differences` (the caller shares the roots between this loop and
     others: the square-root unit sets this loop's pace when it takes one a row).
 
@@ -469,10 +453,9 @@ def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, ro
     integers. The caller guarantees ``0 <= p`` and ``u[⌊p⌋ .. ⌊p⌋ + 3]`` inside ``u``
     for every row, ``0 < s <= 2``, and the rows of a inside it.
     """
-    rooting = not isinstance(roots, types.NoneType)
     if not (_is_1d(u, (types.float64,)) and _is_1d(a, (types.float64,))
             and all(isinstance(v, types.Integer) for v in (t, count, a0, a1, root_blocks))
-            and (not rooting or _is_stretch(roots))):
+            and _is_stretch(roots)):
         return None
     f64 = types.float64
     sig = types.void(u, f64, f64, t, count, a, a0, f64, a1, f64, roots, root_blocks)
@@ -487,36 +470,32 @@ def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, ro
                   _int64(context, builder, count_v, count_ty),
                   _data(context, builder, a_ty, a_v), _int64(context, builder, a0_v, a0_ty),
                   w0_v, _int64(context, builder, a1_v, a1_ty), w1_v]
-        if rooting:
-            params += _stretch_pointers(context, builder, roots_ty, roots_v)
-            params.append(_int64(context, builder, rb_v, rb_ty))
+        params += _stretch_pointers(context, builder, roots_ty, roots_v)
+        params.append(_int64(context, builder, rb_v, rb_ty))
 
         def emit(b, values):
-            data, o, s, t, count, a, a0, w0, a1, w1 = values[:10]
-            if rooting:
-                d2q, rq, qq, rb = values[10:]
-                rq = _splat(b, rq, vd)
+            data, o, s, t, count, a, a0, w0, a1, w1, d2q, rq, qq, rb = values
+            rq = _splat(b, rq, vd)
             sv = _splat(b, s, vd)
             zero = ir.Constant(vd, [0.0] * LANES)
             one = ir.Constant(vd, [1.0] * LANES)
             two = ir.Constant(vd, [2.0] * LANES)
             outputs = [(b.add(a0, t), _splat(b, w0, vd)), (b.add(a1, t), _splat(b, w1, vd))]
 
-            def add(block, lanes, _):
-                c0, c1, c2, _ = lanes.cells
+            def add(block, frac, cells, _):
+                c0, c1, c2, _ = cells
                 # The row's upper edge, from the start of cell k: in cell k + 0, 1 or 2.
-                upper = b.fadd(lanes.frac, sv)
+                upper = b.fadd(frac, sv)
                 past1 = b.fcmp_ordered(">=", upper, one)
                 past2 = b.fcmp_ordered(">=", upper, two)
                 frac1 = b.fsub(upper, b.select(past2, two, b.select(past1, one, zero)))
                 top = b.select(past2, c2, b.select(past1, c1, c0))
                 whole = b.fadd(b.select(past1, c0, zero), b.select(past2, c1, zero))
-                d = b.fadd(b.fsub(whole, b.fmul(lanes.frac, c0)), b.fmul(frac1, top))
+                d = b.fadd(b.fsub(whole, b.fmul(frac, c0)), b.fmul(frac1, top))
                 step = b.mul(block, ir.Constant(_I64, LANES))
-                if rooting:
-                    with b.if_then(b.icmp_signed("<", block, rb), likely=True):
-                        b.store(_stretch_vector(b, d2q, step, rq), _vector_at(b, qq, step),
-                                align=8)
+                with b.if_then(b.icmp_signed("<", block, rb), likely=True):
+                    b.store(_stretch_vector(b, d2q, step, rq), _vector_at(b, qq, step),
+                            align=8)
                 for start, wv in outputs:
                     ptr = _vector_at(b, a, b.add(start, step))
                     b.store(b.fadd(b.load(ptr, align=8), b.fmul(wv, d)), ptr, align=8)
@@ -524,8 +503,8 @@ def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, ro
 
             _emit_blocks(index_ty, b, data, o, s, t, count, None, add, cells=4)
 
-        _outlined(builder, _variant("add_row_integrals", u_ty, index_ty == _I64 and "i64",
-                                    rooting and "roots"), ir.VoidType(), params, emit)
+        _outlined(builder, _variant("add_row_integrals", u_ty, index_ty == _I64 and "i64"),
+                  ir.VoidType(), params, emit)
         return context.get_dummy_value()
 
     return sig, codegen
