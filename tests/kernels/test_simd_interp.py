@@ -13,7 +13,8 @@ import numba
 import numpy as np
 import pytest
 
-from leap.kernels.cpu.columns import add_cumulative_differences, cumulative_at
+from leap.kernels.cpu.columns import add_cumulative_differences, cumulative_at, prefetch_column
+from leap.kernels.cpu.simd import prefetch
 from leap.kernels.cpu.voxel_weights import ray_stretch
 
 
@@ -167,6 +168,32 @@ def test_advanced_positions_read_nothing_past_the_column(dtype):
         z = np.zeros(t1 + 2)
         _fused(cum, 0, n, o, s, 0, t1, a, 0, 1.0, 0, 0.0, 1, z, 0.0, z)
         assert np.isfinite(E).all() and np.isfinite(a).all(), (o, s, t1)
+
+
+@numba.njit(cache=True)
+def _prefetch_then_sum(a, c, n):
+    prefetch_column(a, c, n)
+    return a.sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prefetch_is_a_hint_only(dtype):
+    """Ranges inside, across and far past the end of the array (the projector asks for
+    the column after next, past the last one at the end of the volume): no fault, no
+    change to the array."""
+    a = np.arange(100, dtype=dtype)
+    for c, n in [(0, 100), (90, 40), (100, 17), (10 ** 7, 33)]:
+        assert _prefetch_then_sum(a, c, n) == 4950.0
+    assert np.array_equal(a, np.arange(100, dtype=dtype))
+
+
+def test_prefetch_refuses_what_is_not_a_flat_array():
+    @numba.njit
+    def bad(a):
+        prefetch(a, 0)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        bad(np.zeros((2, 2)))
 
 
 #: An AVX2 CPU without AVX-512 (Haswell to Zen 3): the 32-bit index path.

@@ -60,7 +60,8 @@ from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (CELL_PAD, GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
                       add_differences, add_integrals, column_length, combine_columns,
-                      cumulative_at, fov_ix_range, scratch_vectors, store_tile, three_tap,
+                      cumulative_at, fov_ix_range, prefetch_column, scratch_vectors, store_tile,
+                      three_tap,
                       tile_fov_ranges, two_pixels, two_tap)
 from .curved_rows import curve_row
 from .voxel_weights import (inverse_rho2, prefix_sum, squared_heights,
@@ -221,6 +222,7 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
                 x = x0 + ix * voxel_width
                 c_lo, c_hi, weight, dz = fp[0, ix], fp[1, ix], fp[2, ix], fp[4, ix]
                 cum = (iy * nx + ix) * nz1
+                prefetch_column(Sf, cum + 2 * nz1, nz1)      # the column after next
                 if magnify_z:
                     A, B, inv_b = row_mapping(z0, voxel_height, zs + dz, dist, sdd, magnify_z,
                                               pixel_height, center_row)

@@ -69,7 +69,7 @@ from numba.extending import overload
 
 from . import threads
 from ._jit import FAST_JIT, INLINE
-from .simd import LANES, add_interp_differences, add_row_integrals, interp_blocks
+from .simd import LANES, add_interp_differences, add_row_integrals, interp_blocks, prefetch
 from .voxel_weights import ray_stretch
 
 # Guard columns around the detector in the projector's view buffer and in the
@@ -319,6 +319,23 @@ def scratch_vectors(n0, n1, n2, n3, n4, n5):
     o5 = o4 + n4 + gap
     return (block[:n0], block[o1:o1 + n1], block[o2:o2 + n2], block[o3:o3 + n3],
             block[o4:o4 + n4], block[o5:o5 + n5])
+
+
+@numba.njit(**INLINE)
+def prefetch_column(a, c, n):
+    """Ask the CPU to fetch ``a[c:c + n]`` (a flat array; past its end: nothing) into
+    its caches ahead of use (:func:`leap.kernels.cpu.simd.prefetch`, a line at a time).
+
+    The cone projector reads the volume's cumulative sums a column at a time, in memory
+    order, but the hardware prefetcher stops at each 4 KiB page and takes a few misses to
+    start again: at nz = 512 every second column, and the slab of cumulative sums
+    (64 MiB) does not stay in the caches from one view to the next. Fetched two columns
+    ahead, 512³ bench problems (24 views, 2 threads, alternated): cone projection
+    1.25-1.29 → 1.10-1.11 s, modular 2.50-2.52 → 2.28-2.34 s; 256³ within the noise.
+    """
+    line = 64 // a.itemsize
+    for i in range(c, c + n, line):
+        prefetch(a, i)
 
 
 @numba.njit(**INLINE)

@@ -508,3 +508,30 @@ def add_row_integrals(typingctx, u, o, s, t, count, a, a0, w0, a1, w1, roots, ro
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, a, index):
+    """Ask the CPU to bring the cache line holding ``a[index]`` into its caches (a hint:
+    no load, no fault, nothing if the index lies outside the array). a : 1-D
+    C-contiguous array; index : integer."""
+    if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+            and isinstance(index, types.Integer)):
+        return None
+    sig = types.void(a, index)
+
+    def codegen(context, builder, signature, args):
+        a_ty, index_ty = signature.args
+        data = context.make_array(a_ty)(context, builder, args[0]).data
+        # No ``inbounds``: the index may lie past the end.
+        ptr = builder.bitcast(builder.gep(data, [_int64(context, builder, args[1], index_ty)]),
+                              ir.IntType(8).as_pointer())
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, _I32, _I32, _I32]),
+            "llvm.prefetch.p0")
+        # read, keep in all cache levels, data cache
+        builder.call(fn, [ptr, ir.Constant(_I32, 0), ir.Constant(_I32, 3),
+                          ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
