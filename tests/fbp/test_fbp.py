@@ -214,7 +214,6 @@ def test_filtering_is_linear_convolution():
     x = np.zeros((1, 32), np.float32)
     x[0, 0] = 1.0
     filter_rows(x, H)
-    n = fft_length(32)
     k = np.arange(32)
     expected = (1.0 / (np.pi * (0.25 - k**2)))
     np.testing.assert_allclose(x[0], expected, rtol=1e-5, atol=1e-6)

@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.ndimage import map_coordinates
 
-from leap import phantoms as P
 from leap.phantoms import (
     CONE_X,
     CONE_Y,
