@@ -61,8 +61,7 @@ from ._jit import (FAST_JIT, axial_footprint, column_range,
 from .columns import (CELL_PAD, GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
                       add_differences, add_integrals, column_length, combine_columns,
                       cumulative_at, fov_ix_range, prefetch_column, scratch_vectors, store_tile,
-                      three_tap,
-                      tile_fov_ranges, two_pixels, two_tap)
+                      three_tap, tile_fov_ranges, two_pixels, two_tap)
 from .curved_rows import curve_row
 from .voxel_weights import (inverse_rho2, prefix_sum, squared_heights,
                             weighted_increments)
@@ -156,14 +155,15 @@ def project(S, extent, g, col_dir, source_xy, source_z, focus, sdd_views, sod, p
     weighting (:func:`leap.kernels.cpu.launch._column_weights`).
 
     Each view: empty voxel columns are skipped and only the rows that a column's nonzero
-    voxels reach (and one row on either side: the rows beyond get exact zeros) are
-    computed. The view's pixels are summed in ``acc`` (column, row), so a voxel
-    column's rows are contiguous, E holds a column's cumulative sums at the row
-    edges. The weights (module notes) take ``W`` for the column's weighted values
-    (CELL_PAD zeros either side) and ``cumw`` for their running sum where a row is
-    longer than two voxels or a footprint wider than two pixels; the stretch ``D2``
-    and ``Q`` (this column's) and ``Qn`` (the next column's, its first ``taken``
-    roots taken in this column's row loop, ``ready`` the column they belong to:
+    voxels reach (and one row on either side: the rows beyond get exact zeros) are computed;
+    each column asks for the cumulative sums of the column after next ahead of use
+    (:func:`~leap.kernels.cpu.columns.prefetch_column`). The view's pixels are summed in
+    ``acc`` (column, row), so a voxel column's rows are contiguous, E holds a column's
+    cumulative sums at the row edges. The weights (module notes) take ``W`` for the column's
+    weighted values (CELL_PAD zeros either side) and ``cumw`` for their running sum where a
+    row is longer than two voxels or a footprint wider than two pixels; the stretch ``D2``
+    and ``Q`` (this column's) and ``Qn`` (the next column's, its first ``taken`` roots taken
+    in this column's row loop, ``ready`` the column they belong to:
     :mod:`leap.kernels.cpu.voxel_weights`); ``ones`` where a weight does not apply.
     One compiled function for the views' loop and body: a function per view was
     compiled and optimised once more inside the loop's (1.4 s of a fresh environment's
