@@ -123,8 +123,9 @@ def _emit_blocks(index_ty, builder, data, o, s, t, count, carry, body, cells=2):
     column at ``data`` (a float or double pointer to its first entry): per block,
     ``body(block, frac, cells, carried)`` (``frac`` the vector of the positions' fractions
     ``q − ⌊q⌋``, ``cells`` the vectors ``data[⌊q⌋ + c]``, c = 0, 1 and, for double data
-    and ``cells=4``, 2, 3), which returns the next ``carried`` (a value of LLVM type ``carry[1]`` that starts as ``carry[0]``, or
-    None). Returns the carried value after the loop."""
+    and ``cells=4``, 2, 3), which returns the next ``carried`` (a value of LLVM type
+    ``carry[1]`` that starts as ``carry[0]``, or None). Returns the carried value after
+    the loop."""
     vd = ir.VectorType(_F64, LANES)
     vk = ir.VectorType(index_ty, LANES)
 
