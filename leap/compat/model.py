@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from .preprocessing_methods import PreprocessingMixin
 from .rebin_methods import RebinMixin
 from .registry import Parameters, library_models, model_id, register, registered
 from .special_methods import SpecialModelsMixin
+
+#: Numbers for the facade's states (tomographicModels._version), never reused.
+_versions = itertools.count()
 
 
 class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, PhantomMixin,
@@ -129,9 +133,12 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
     def __setattr__(self, name, value):
         # Every setting lives in an attribute; the core objects derived from them (the
         # geometry, the volume, the CTSystem) are built once per change and cached.
+        # _version, unique over the process, names the state: torch.compile guards on it
+        # (leap.torch._systems.facade_key) instead of tracing the facade.
         object.__setattr__(self, name, value)
         if name != "_derived":
             object.__setattr__(self, "_derived", {})
+            object.__setattr__(self, "_version", next(_versions))
 
     @contextlib.contextmanager
     def _all_or_nothing(self):

@@ -18,6 +18,12 @@ in the maps, the spectrum and the attenuation coefficients. :func:`modular_proje
 :func:`modular_backproject` (:mod:`leap.torch.geometry`) take a modular-beam geometry as
 tensors and are differentiable in it as well (exact first-order gradients of the
 footprint model). See :mod:`leap.torch.modules` for the differences from upstream.
+
+Underneath, every operator is a PyTorch custom op, ``torch.ops.leap.*``
+(:mod:`leap.torch.ops`), so ``torch.compile`` (``fullgraph=True``), ``torch.export``,
+``torch.func`` transforms and DDP see leap as they see a built-in op. The linear ops
+take a :class:`~leap.system.CTSystem` by its registry key (:func:`register_system`);
+:func:`opcheck_samples` gives sample calls of every op for ``torch.library.opcheck``.
 """
 from ..compat import tomographicModels
 from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPFunctionCPU,
@@ -26,6 +32,8 @@ from .functions import (BackProjectorFunctionCPU, BackProjectorFunctionGPU, FBPF
 from .geometry import cone_beam_modular, modular_backproject, modular_project
 from .modules import FBP, BaseProjector, Projector
 from .polychromatic import PolychromaticProjector
+from ._op_samples import opcheck_samples
+from ._systems import register_system
 
 __all__ = [
     "BaseProjector", "Projector", "FBP", "PolychromaticProjector",
@@ -35,4 +43,5 @@ __all__ = [
     "FBPReverseFunctionCPU", "FBPReverseFunctionGPU",
     "LinearOperatorFunction", "tomographicModels",
     "modular_project", "cone_beam_modular", "modular_backproject",
+    "register_system", "opcheck_samples",
 ]

@@ -1,11 +1,9 @@
 """A CT operator frozen at call time, and the tensor plumbing around the core operators.
 
-:class:`CTOperator` captures the facade's :class:`leap.system.CTSystem` (geometry,
-volume, forward model, field of view, mask, FBP options, devices) *when a forward pass
-runs*, so that the backward pass applies the adjoint of exactly the operator the
-forward pass used, even if the facade is reconfigured in between; and so that every
-setting made through ``proj.leapct`` reaches the module. It holds no tensors, so a
-finished graph frees everything.
+:class:`CTOperator` is one linear map of a :class:`leap.system.CTSystem` (geometry,
+volume, forward model, field of view, mask, FBP options, devices) applied to batches of
+tensors. It is the numerical body of the custom ops ``torch.ops.leap.project`` and its
+kin (:mod:`leap.torch.ops`): calling it computes, without autograd.
 
 Tensors reach the core without copies: a float32, C-contiguous CPU tensor is handed
 over as a NumPy view (``Tensor.numpy()``) and the result is written straight into a fresh
@@ -13,6 +11,7 @@ output tensor through its NumPy view; CUDA tensors are handed over as they are (
 carry ``__cuda_array_interface__``, on which the core dispatches to its CUDA kernels, on
 the tensor's device and the caller's current stream). CPU tensors run on the GPUs
 selected in the facade (``leapct.set_gpu``/``set_gpus``), from host memory, when any are.
+Other strides and floating dtypes are made contiguous float32 first.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ import torch
 from ..system import CTSystem
 
 #: kind → (adjoint kind, does the operator take a volume?)
-_KINDS = {
+KINDS = {
     "project": ("backproject", True),
     "backproject": ("project", False),
     "fbp": ("fbp_adjoint", False),
@@ -56,11 +55,15 @@ class CTOperator:
     kind: str
     system: CTSystem
 
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        if not isinstance(self.system, CTSystem):
+            raise TypeError(f"system must be a leap CTSystem, got {type(self.system).__name__}")
+
     @classmethod
     def from_model(cls, leapct, kind: str) -> "CTOperator":
         """Freeze the current :attr:`~leap.compat.model.tomographicModels.system` of a facade."""
-        if kind not in _KINDS:
-            raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
         # .system raises a RuntimeError that says which set_* call is missing; it is an
         # immutable value, so later facade changes do not reach this operator.
         return cls(kind=kind, system=leapct.system)
@@ -68,7 +71,7 @@ class CTOperator:
     # ---------------------------------------------------------------- shapes
     @property
     def takes_volume(self) -> bool:
-        return _KINDS[self.kind][1]
+        return KINDS[self.kind][1]
 
     @property
     def in_shape(self) -> tuple:
@@ -86,7 +89,13 @@ class CTOperator:
 
     @property
     def adjoint(self) -> "CTOperator":
-        return CTOperator(kind=_KINDS[self.kind][0], system=self.system)
+        return CTOperator(kind=KINDS[self.kind][0], system=self.system)
+
+    @property
+    def key(self) -> str:
+        """The system's registry key, which ``torch.ops.leap.<kind>`` takes."""
+        from ._systems import register_system
+        return register_system(self.system)
 
     # ------------------------------------------------------------ numerics
     def _apply_one(self, x, out):
@@ -94,8 +103,8 @@ class CTOperator:
         getattr(self.system, self.kind)(x, out=out)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """Apply to ``x`` of shape ``(*batch, *in_shape)``; returns a new tensor of shape
-        ``(*batch, *out_shape)`` with ``x``'s dtype and device.
+        """Apply to ``x`` of shape ``(*batch, *in_shape)``, without autograd; returns a new
+        tensor of shape ``(*batch, *out_shape)`` with ``x``'s dtype and device.
 
         ``x`` is read, never written; any strides and floating dtypes are accepted here
         (the public entry points check them, see :func:`check_input`). float32 contiguous
@@ -114,11 +123,13 @@ class CTOperator:
         return out.reshape(*batch, *self.out_shape).to(x.dtype)
 
 
-def check_input(x, op: CTOperator, name: str = "input") -> None:
+def check_input(x, op: CTOperator, name: str = "input", devices=("cpu", "cuda")) -> None:
     """Raise a clear exception unless ``x`` can go into ``op`` as given.
 
-    Accepted: a contiguous floating-point CPU or CUDA tensor whose last three dimensions
-    are ``op.in_shape``; any leading dimensions are batch dimensions (none: one sample).
+    Accepted: a floating-point tensor on one of ``devices`` (the kernels run on CPU and
+    CUDA tensors; fake implementations take meta tensors too), any strides, whose last
+    three dimensions are ``op.in_shape``; any leading dimensions are batch dimensions
+    (none: one sample).
     """
     if not isinstance(x, torch.Tensor):
         hint = f"; wrap it with torch.from_numpy({name})" if isinstance(x, np.ndarray) else ""
@@ -130,9 +141,6 @@ def check_input(x, op: CTOperator, name: str = "input") -> None:
     if x.ndim < 3 or tuple(x.shape[-3:]) != op.in_shape:
         raise ValueError(f"{name} must have shape {layout} = (batch, {', '.join(map(str, op.in_shape))}) "
                          f"(or {op.in_shape} for one sample), got {tuple(x.shape)}")
-    if x.device.type not in ("cpu", "cuda"):
+    if x.device.type not in devices:
         raise ValueError(f"{name} is on device {x.device}; leap runs on CPU and CUDA tensors only, "
                          f"move it with {name}.cpu()")
-    if not x.is_contiguous():
-        raise ValueError(f"{name} must be contiguous (strides {x.stride()} for shape "
-                         f"{tuple(x.shape)}); pass {name}.contiguous()")

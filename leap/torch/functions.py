@@ -1,12 +1,14 @@
 """Autograd Functions: one implementation, and LEAP's eight names for it.
 
-All four CT maps are linear, ``y = A x``, so one Function covers them:
-:class:`LinearOperatorFunction` applies a frozen ``CTOperator`` (``leap/torch/_operator.py``)
-``A`` and its backward applies ``Aᵀ`` *through the same Function's* ``apply``. The
-gradient is exact (the matched back-projector for projection, the exact adjoint of FBP
-for FBP) and is itself differentiable, so double backward and ``gradgradcheck`` work.
-Nothing is saved for backward but the operator (no tensors), so memory does not grow
-with the number of calls.
+All four CT maps are linear, ``y = A x``; each is a custom op (``torch.ops.leap.project``,
+``backproject``, ``fbp``, ``fbp_adjoint``; :mod:`leap.torch.ops`) whose autograd applies
+``Aᵀ``, and these Functions are thin wrappers over them. :class:`LinearOperatorFunction`
+applies a frozen ``CTOperator`` (``leap/torch/_operator.py``) ``A`` and its backward applies
+``Aᵀ`` *through the same Function's* ``apply``. The gradient is exact (the matched
+back-projector for projection, the exact adjoint of FBP for FBP) and is itself
+differentiable, so double backward and ``gradgradcheck`` work. Nothing is saved for
+backward but the operator (no tensors), so memory does not grow with the number of
+calls.
 
 The named classes (``ProjectorFunctionCPU`` … ``FBPReverseFunctionGPU``) keep upstream
 ``leaptorch``'s signature ``forward(ctx, input, proj, vol, param_id)``. ``param_id``
@@ -23,6 +25,7 @@ import torch
 from ..compat import tomographicModels
 from ..compat.registry import registered
 from ._operator import CTOperator, check_input
+from .ops import LINEAR_OPS, linear
 
 __all__ = [
     "LinearOperatorFunction",
@@ -73,33 +76,44 @@ def model_for(param_id) -> tomographicModels:
 class LinearOperatorFunction(torch.autograd.Function):
     """``y = A x`` for a frozen linear CT operator ``A``; ``∂L/∂x = Aᵀ ∂L/∂y``.
 
-    ``apply(x, op)``: ``x`` of shape ``(*batch, *op.in_shape)``, any floating dtype
-    (float32 is passed to the kernels without a copy; float64 is computed in float32 and
-    returned as float64, which lets ``gradcheck`` run). Returns a new tensor
-    ``(*batch, *op.out_shape)``.
+    ``apply(x, op)``: ``x`` of shape ``(*batch, *op.in_shape)``, any floating dtype and
+    strides (float32 contiguous is passed to the kernels without a copy; float64 is
+    computed in float32 and returned as float64, which lets ``gradcheck`` run). Returns
+    a new tensor ``(*batch, *op.out_shape)``. A thin wrapper over the custom op
+    ``torch.ops.leap.<op.kind>`` (:mod:`leap.torch.ops`), usable inside ``torch.func``
+    transforms (``setup_context``, a generated vmap rule, ``jvp``: the op itself).
     """
 
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, x, op):
-        ctx.op = op
-        return op(x)
+    def forward(x, op):
+        return LINEAR_OPS[op.kind](x, op.key)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.op = inputs[1]
 
     @staticmethod
     def backward(ctx, grad_output):
-        # Through apply, not op(grad_output): the backward of a linear map is linear and
-        # differentiable, with A (= (Aᵀ)ᵀ) as its own backward.
+        # Through apply: the backward of a linear map is linear and differentiable, with
+        # A (= (Aᵀ)ᵀ) as its own backward.
         return LinearOperatorFunction.apply(grad_output, ctx.op.adjoint), None
+
+    @staticmethod
+    def jvp(ctx, tangent, _op):
+        return LinearOperatorFunction.apply(tangent, ctx.op)
 
 
 def _forward(ctx, kind, input, param_id):
     op = CTOperator.from_model(model_for(param_id), kind)
     check_input(input, op)
     ctx.op = op
-    return op(input)
+    return LINEAR_OPS[kind](input, op.key)
 
 
 def _backward(ctx, grad_output):
-    return LinearOperatorFunction.apply(grad_output, ctx.op.adjoint), None, None, None
+    return linear(grad_output, ctx.op.adjoint.kind, ctx.op.key), None, None, None
 
 
 # ------------------------------------------------------- upstream names (thin)

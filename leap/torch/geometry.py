@@ -43,14 +43,13 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..geometry import Detector, ModularBeam, Volume
+from ..geometry import Volume
 from ..kernels.cpu import axial_geometry_vjp
 from ..kernels.cpu.launch import uses_axial_kernels
 from ..kernels.cpu.modular_geometry_vjp import geometry_vjp
 from ..kernels.plan import make_plan
-from ..system import CTSystem
+from . import ops
 from ._geometry_params import cone_beam_modular
-from ._operator import CTOperator
 
 __all__ = ["modular_project", "modular_backproject", "cone_beam_modular"]
 
@@ -71,8 +70,6 @@ def _check_geometry(tensors):
             n = t.shape[0]
         elif t.shape[0] != n:
             raise ValueError(f"{name} has {t.shape[0]} views but sources has {n}")
-        if not bool(torch.isfinite(t.detach()).all()):
-            raise ValueError(f"{name} must be finite (it holds inf or nan)")
     return n
 
 
@@ -87,25 +84,10 @@ def _check_data(x, name, shape, layout):
                          f"{', '.join(map(str, shape))}), got {tuple(x.shape)}")
     if x.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name} is on device {x.device}; leap runs on CPU and CUDA tensors")
-    if not bool(torch.isfinite(x.detach()).all()):
-        raise ValueError(f"{name} must be finite (it holds inf or nan)")
 
 
 def _as_array(t):
     return np.ascontiguousarray(t.detach().to("cpu", torch.float64).numpy())
-
-
-def _build(tensors, num_rows, num_cols, pixel_height, pixel_width, volume):
-    """(CTSystem, raw float64 vectors) of the geometry the tensors describe."""
-    if not isinstance(volume, Volume):
-        raise TypeError(f"volume must be a leap.Volume, got {type(volume).__name__}")
-    _check_geometry(tensors)
-    detector = Detector(num_rows=num_rows, num_cols=num_cols, pixel_height=pixel_height,
-                        pixel_width=pixel_width)
-    raw = [_as_array(t) for t in tensors]
-    geometry = ModularBeam(detector=detector, source_positions=raw[0], module_centers=raw[1],
-                           row_vectors=raw[2], col_vectors=raw[3])
-    return CTSystem(geometry=geometry, volume=volume), raw
 
 
 def _as_samples(x, shape):
@@ -127,13 +109,14 @@ def _cuda_samples(x, shape):
     return x.detach().to(torch.float32).contiguous().reshape(-1, *shape)
 
 
-def _geometry_grads(system, raw, f, gbar, tensors, needs):
-    """The geometry VJP for the tensors that need it (None for the others): the CUDA
-    kernel when f and gbar are CUDA tensors, else the CPU kernel, column-wise
-    (:mod:`leap.kernels.cpu.axial_geometry_vjp`) where the CPU projectors run the
-    geometry on the axial kernels (vertical modules), else per voxel."""
-    if not any(needs):
-        return (None,) * 4
+def geometry_grads(system, f, gbar, tensors):
+    """The geometry VJP of the modular beam ``system`` built from the four ``tensors``
+    (sources, centres, row and column vectors as given, before normalisation), with the
+    volume ``f`` and upstream projections ``gbar`` (any batch, summed over): four
+    tensors like ``tensors``. The CUDA kernel when f and gbar are CUDA tensors, else the
+    CPU kernel, column-wise (:mod:`leap.kernels.cpu.axial_geometry_vjp`) where the CPU
+    projectors run the geometry on the axial kernels (vertical modules), else per voxel.
+    The body of ``torch.ops.leap.modular_geometry_vjp``."""
     geo, vol, det = system.geometry, system.volume, system.geometry.detector
     rest = (geo.source_positions, geo.module_centers, geo.row_vectors, geo.col_vectors,
             vol.x0, vol.y0, vol.z0, vol.voxel_width, vol.voxel_height, det.pixel_width,
@@ -154,10 +137,10 @@ def _geometry_grads(system, raw, f, gbar, tensors, needs):
                else geometry_vjp)
         grads = list(vjp(_as_samples(f, vol.shape), _as_samples(gbar, geo.projection_shape),
                          *rest))
-    grads[2] = _normalisation_vjp(raw[2], grads[2])
-    grads[3] = _normalisation_vjp(raw[3], grads[3])
-    return tuple(torch.as_tensor(g, dtype=t.dtype, device=t.device) if need else None
-                 for g, t, need in zip(grads, tensors, needs))
+    grads[2] = _normalisation_vjp(_as_array(tensors[2]), grads[2])
+    grads[3] = _normalisation_vjp(_as_array(tensors[3]), grads[3])
+    return tuple(torch.as_tensor(g, dtype=t.dtype, device=t.device)
+                 for g, t in zip(grads, tensors))
 
 
 class GeometryOperator(torch.autograd.Function):
@@ -167,8 +150,9 @@ class GeometryOperator(torch.autograd.Function):
     like each of the four that ``needs`` marks, None for the others). Backward: the other
     operator applied to the upstream gradient for x, and for θ the VJP with (f, ḡ) = (x,
     upstream) for P and (upstream, x) for Pᵀ, since ⟨Pᵀ(θ) g, ȳ⟩ = ⟨P(θ) ȳ, g⟩. Serves
-    modular beams (:class:`_Modular`) and parallel/fan beams
-    (``leap.torch._axial_params``)."""
+    the parallel/fan beams (``leap.torch._axial_params``), the curved cone beams
+    (``leap.torch._curved_params``) and fan-beam FBP (``leap.torch._fbp_params``); modular
+    beams have custom ops of their own (:mod:`leap.torch.ops`)."""
 
     @staticmethod
     def forward(ctx, x, t0, t1, t2, t3, op, kind):
@@ -193,27 +177,18 @@ class GeometryOperator(torch.autograd.Function):
         return (grad_x, *grads, None, None)
 
 
-class _Modular:
-    """The modular beam of four geometry tensors, for :class:`GeometryOperator`."""
-
-    def __init__(self, tensors, spec):
-        self.system, self.raw = _build(tensors, *spec)
-
-    def apply(self, kind, x):
-        return CTOperator(kind=kind, system=self.system)(x)
-
-    def vjp(self, f, gbar, tensors, needs):
-        return _geometry_grads(self.system, self.raw, f, gbar, tensors, needs)
-
-
 def _modular_apply(x, tensors, spec, kind):
-    """:class:`GeometryOperator` of the modular beam ``tensors`` on x (checked)."""
-    op = _Modular(tensors, spec)
+    """``torch.ops.leap.modular_<kind>`` of the modular beam ``tensors`` on x (checked)."""
+    num_rows, num_cols, pixel_height, pixel_width, volume = spec
+    if not isinstance(volume, Volume):
+        raise TypeError(f"volume must be a leap.Volume, got {type(volume).__name__}")
+    num_views = _check_geometry(tensors)
     if kind == "project":
-        _check_data(x, "f", op.system.volume_shape, "(num_z, num_y, num_x)")
+        _check_data(x, "f", volume.shape, "(num_z, num_y, num_x)")
     else:
-        _check_data(x, "g", op.system.projection_shape, "(num_views, num_rows, num_cols)")
-    return GeometryOperator.apply(x, *tensors, op, kind)
+        _check_data(x, "g", (num_views, num_rows, num_cols), "(num_views, num_rows, num_cols)")
+    detector = [float(num_rows), float(num_cols), float(pixel_height), float(pixel_width)]
+    return ops.modular(kind, x, *tensors, detector, ops.volume_list(volume))
 
 
 def modular_project(f, sources, centers, row_vectors, col_vectors, *, num_rows, num_cols,

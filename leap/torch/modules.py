@@ -20,10 +20,11 @@ import warnings
 import torch
 
 from ..compat import tomographicModels
-from . import functions as _functions
 from ._fbp_params import fbp_parametric
 from ._operator import CTOperator, check_input
+from ._systems import facade_key
 from ._trainable import TrainableGeometry
+from .ops import linear
 
 __all__ = ["BaseProjector", "Projector", "FBP"]
 
@@ -131,9 +132,11 @@ class BaseProjector(TrainableGeometry, torch.nn.Module):
 
     # ------------------------------------------------------------------ calls
     def _run(self, kind: str, input):
-        op = CTOperator.from_model(self.leapct, kind)
-        check_input(input, op)
-        return _functions.LinearOperatorFunction.apply(input, op)
+        # The custom op checks the input's dtype, shape and device (and so does its fake,
+        # under torch.compile); facade_key is evaluated, not traced, by Dynamo.
+        if not isinstance(input, torch.Tensor):
+            check_input(input, CTOperator.from_model(self.leapct, kind))
+        return linear(input, kind, facade_key(self.leapct))
 
     def forward(self, input):
         raise NotImplementedError("BaseProjector has no forward model; use Projector "

@@ -29,14 +29,11 @@ import torch
 from ..compat import tomographicModels
 from ..system import CTSystem
 from ._operator import CTOperator, check_input
-from .functions import LinearOperatorFunction
+from ._systems import facade_key, register_system, system_for
 from .modules import Projector
+from .ops import linear, log_transmission
 
 __all__ = ["PolychromaticProjector", "polychromatic_log_transmission"]
-
-#: Elements of the largest ``(batch, energies, pixels)`` temporary: energies are taken
-#: this many pixels' worth at a time (at least one energy per chunk).
-_CHUNK_ELEMENTS = 1 << 22
 
 _FLOATS = (torch.float32, torch.float64)
 
@@ -98,83 +95,12 @@ def _check_dtype(x, name):
 
 
 # ---------------------------------------------------------------------- numerics
-def _log_weights(theta, log_mode):
-    """Normalised log weights ``log(s_E / Σ s)`` (−inf for empty bins), (E,)."""
-    logs = theta if log_mode else torch.log(theta)
-    return logs - torch.logsumexp(logs, 0)
-
-
-def _chunks(num_energies, per_energy):
-    step = max(1, _CHUNK_ELEMENTS // max(1, per_energy))
-    for e0 in range(0, num_energies, step):
-        yield slice(e0, min(e0 + step, num_energies))
-
-
-class _LogTransmission(torch.autograd.Function):
-    """``p = −log Σ_E w_E exp(−Σ_m μ_mE L_m)`` for line integrals ``L`` (B, M, N).
-
-    ``theta`` is the spectrum: weights ``s`` (E,) ≥ 0 (``log_mode=False``) or log
-    weights (``log_mode=True``, −inf for empty bins); ``w = s / Σ s`` either way.
-    Returns ``p`` (B, N). Energies are processed in chunks in both passes, so no
-    (B, E, N) tensor is kept. With ``q_E = w_E exp(p − A_E)`` (the share of the
-    detected photons in bin E, ``A_E = Σ_m μ_mE L_m``):
-
-    * ``∂p/∂L_m = Σ_E q_E μ_mE`` and ``∂p/∂μ_mE = q_E L_m``;
-    * ``∂p/∂θ_E = w_E − q_E`` for log weights, ``(1 − exp(p − A_E)) / Σ s`` for
-      weights (finite for empty bins too).
-
-    The backward is written in differentiable torch operations, so double backward
-    works as well.
-    """
-
-    @staticmethod
-    def forward(ctx, L, mu, theta, log_mode):
-        log_w = _log_weights(theta, log_mode)
-        lse = None
-        for sl in _chunks(mu.shape[1], L.shape[0] * L.shape[2]):
-            a = log_w[sl, None] - torch.einsum("me,bmn->ben", mu[:, sl], L)
-            part = torch.logsumexp(a, 1)
-            lse = part if lse is None else torch.logaddexp(lse, part)
-        p = -lse
-        ctx.save_for_backward(L, mu, theta, p)
-        ctx.log_mode = log_mode
-        return p
-
-    @staticmethod
-    def backward(ctx, g):
-        L, mu, theta, p = ctx.saved_tensors
-        need_L, need_mu, need_theta = ctx.needs_input_grad[:3]
-        log_w = _log_weights(theta, ctx.log_mode)
-        gL = torch.zeros_like(L) if need_L else None
-        gmu, gth = [], []
-        for sl in _chunks(mu.shape[1], L.shape[0] * L.shape[2]):
-            A = torch.einsum("me,bmn->ben", mu[:, sl], L)
-            gq = g[:, None] * torch.exp(log_w[sl, None] + p[:, None] - A)   # g · q_E
-            if need_L:
-                gL = gL + torch.einsum("me,ben->bmn", mu[:, sl], gq)
-            if need_mu:
-                gmu.append(torch.einsum("bmn,ben->me", L, gq))
-            if need_theta:
-                if ctx.log_mode:
-                    gth.append(gq.sum((0, 2)))
-                else:
-                    gth.append((g[:, None] * torch.exp(p[:, None] - A)).sum((0, 2)))
-        grad_mu = torch.cat(gmu, 1) if need_mu else None
-        grad_theta = None
-        if need_theta:
-            G = g.sum()
-            if ctx.log_mode:
-                grad_theta = G * torch.exp(log_w) - torch.cat(gth)
-            else:
-                grad_theta = (G - torch.cat(gth)) / theta.sum()
-        return gL, grad_mu, grad_theta, None
-
-
 def _transmission(L, mu, theta, log_mode):
-    """Line integrals (B, M, A, R, C) → p (B, A, R, C), all of one dtype and device."""
+    """Line integrals (B, M, A, R, C) → p (B, A, R, C), all of one dtype and device,
+    through the custom op ``torch.ops.leap.log_transmission`` (:mod:`leap.torch.ops`)."""
     B, M = L.shape[:2]
     det = L.shape[2:]
-    p = _LogTransmission.apply(L.reshape(B, M, -1), mu, theta, log_mode)
+    p = log_transmission(L.reshape(B, M, -1), mu, theta, log_mode)
     return p.reshape(B, *det)
 
 
@@ -227,6 +153,14 @@ def polychromatic_log_transmission(line_integrals, mu, spectrum):
 
 
 # ----------------------------------------------------------------------- modules
+@torch.compiler.assume_constant_result
+def _system_shapes(key):
+    # A key names one system's content, so torch.compile may take its shapes as
+    # constants (evaluated, not traced).
+    s = system_for(key)
+    return s.volume_shape, s.projection_shape
+
+
 class _SystemProjector(torch.nn.Module):
     """The monochromatic projector of a fixed :class:`~leap.system.CTSystem`: volumes
     (batch, numZ, numY, numX) → projections (batch, numAngles, numRows, numCols), with
@@ -235,11 +169,12 @@ class _SystemProjector(torch.nn.Module):
     def __init__(self, system: CTSystem):
         super().__init__()
         self.system = system
+        self.system_key = register_system(system)   # a str: torch.compile guards on it
 
     def forward(self, input):
-        op = CTOperator(kind="project", system=self.system)
-        check_input(input, op)
-        return LinearOperatorFunction.apply(input, op)
+        if not isinstance(input, torch.Tensor):
+            check_input(input, CTOperator(kind="project", system=self.system))
+        return linear(input, "project", self.system_key)
 
     def get_volume_dim(self):
         return self.system.volume_shape
@@ -389,10 +324,10 @@ class PolychromaticProjector(torch.nn.Module):
 
     def _shapes(self):
         if isinstance(self.projector, _SystemProjector):
-            s = self.projector.system
+            key = self.projector.system_key
         else:
-            s = self.projector.leapct.system    # says which set_* call is missing
-        return s.volume_shape, s.projection_shape
+            key = facade_key(self.projector.leapct)   # says which set_* call is missing
+        return _system_shapes(key)
 
     # ----------------------------------------------------------------- calls
     def line_integrals(self, rho):

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import leap.torch.polychromatic as poly_mod  # noqa: E402
+import leap.torch.ops as leap_ops  # noqa: E402
 from leap.torch import PolychromaticProjector, Projector  # noqa: E402
 from leap.torch.polychromatic import polychromatic_log_transmission  # noqa: E402
 
@@ -246,7 +246,7 @@ def test_chunked_energies_match_one_chunk(monkeypatch):
         return (p, *grads)
 
     whole = run()
-    monkeypatch.setattr(poly_mod, "_CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(leap_ops, "CHUNK_ELEMENTS", 1)
     chunked = run()
     for a, b in zip(whole, chunked):
         torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-15)

@@ -1,0 +1,130 @@
+"""leap.torch's per-call overhead and a compiled training step against eager.
+
+Two measures (CPU, one process; run it once per commit to compare, alternating):
+
+* **overhead**: a tiny cone-beam problem (16³ volume, 8 views of 16 x 16), where the
+  kernels take little time, so what is timed is mostly the Python around them: a
+  ``Projector`` forward, and a forward + backward, each best of ``--repeats`` blocks of
+  ``--calls`` calls (µs per call).
+* **training step**: a small network with the projector inside (3-D conv → project →
+  loss against a target sinogram → backward → Adam step), eager against
+  ``torch.compile(step, fullgraph=True)`` with the ``eager`` and ``inductor`` back-ends
+  (ms per step, best of ``--repeats`` blocks after a warm-up that compiles).
+
+Usage::
+
+    python benchmarks/bench_torch_ops.py                 # both measures
+    python benchmarks/bench_torch_ops.py --only overhead
+    python benchmarks/bench_torch_ops.py --size 32 --views 32 --only step
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from leaptorch import Projector
+
+
+def make_projector(n, views):
+    proj = Projector(forward_project=True)
+    proj.set_conebeam(views, n, n, 1.0, 1.0, 0.5 * (n - 1), 0.5 * (n - 1),
+                      proj.leapct.setAngleArray(views, 360.0), 4.0 * n, 8.0 * n)
+    proj.set_volume(n, n, n, 0.5, 0.5)
+    return proj
+
+
+def best_per_call(fn, calls, repeats):
+    fn()                                    # compile and warm
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def overhead(args):
+    proj = make_projector(args.size, args.views)
+    f = torch.rand(1, args.size, args.size, args.size)
+    fg = f.clone().requires_grad_(True)
+    vol = proj.leapct.system.volume_shape
+
+    def forward():
+        proj(f)
+
+    def forward_backward():
+        proj(fg).sum().backward()
+
+    def kernel_only():
+        proj.leapct.system.project(f.numpy()[0])
+
+    print(f"overhead: {args.size}³ volume {vol}, {args.views} views, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads")
+    for name, fn in (("system.project (NumPy, no torch)", kernel_only),
+                     ("Projector forward", forward), ("forward + backward", forward_backward)):
+        t = best_per_call(fn, args.calls, args.repeats)
+        print(f"  {name:34s} {t * 1e6:9.1f} µs/call")
+
+
+class Net(torch.nn.Module):
+    def __init__(self, proj):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(1, 1, 3, padding=1)
+        self.proj = proj
+
+    def forward(self, x):
+        return self.proj(torch.relu(self.conv(x[:, None]))[:, 0])
+
+
+def training_step(args):
+    torch.manual_seed(0)
+    proj = make_projector(args.size, args.views)
+    x = torch.rand(2, args.size, args.size, args.size)
+    target = proj(torch.rand(2, args.size, args.size, args.size))
+    print(f"training step: {args.size}³, {args.views} views, batch 2")
+    results = {}
+    for mode in ("eager", "compile:eager", "compile:inductor"):
+        net = Net(proj)
+        opt = torch.optim.Adam(net.parameters(), 1e-3)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = step
+        if mode != "eager":
+            run = torch.compile(step, fullgraph=True, backend=mode.split(":")[1])
+        t0 = time.perf_counter()
+        run()
+        first = time.perf_counter() - t0
+        t = best_per_call(run, args.steps, args.repeats)
+        results[mode] = t
+        print(f"  {mode:18s} {t * 1e3:8.2f} ms/step (first call {first:.2f} s)")
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=("overhead", "step"))
+    p.add_argument("--size", type=int, default=16)
+    p.add_argument("--views", type=int, default=8)
+    p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    np.random.seed(0)
+    if args.only in (None, "overhead"):
+        overhead(args)
+    if args.only in (None, "step"):
+        training_step(args)
+
+
+if __name__ == "__main__":
+    main()
