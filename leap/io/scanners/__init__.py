@@ -17,13 +17,14 @@ import os
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd", "elekta")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd", "elekta",
+           "yxlon")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
            "dicom-ct-pd": "dicom_ct_pd", "dicom_ct_pd": "dicom_ct_pd",
            "dicomctpd": "dicom_ct_pd",
-           "elekta": "elekta", "xvi": "elekta"}
+           "elekta": "elekta", "xvi": "elekta", "yxlon": "yxlon"}
 
 
 def _reader(name):
