@@ -1,5 +1,5 @@
 """TIGRE's cone-beam frame in leap's terms, for the readers whose public source is a TIGRE
-loader (:mod:`.yxlon`, :mod:`.diondo`).
+loader (:mod:`leap.io.scanners.yxlon`, :mod:`leap.io.scanners.diondo`).
 
 TIGRE (CERN/TIGRE, ``Common/CUDA/Siddon_projection.cu``, ``computeDeltas_Siddon`` and
 ``eulerZYZ``) places, for the view angle α (radians), the source at ``Rz(α)·(DSO, 0, 0)``

@@ -5,9 +5,9 @@ Where the conventions come from
 -------------------------------
 TIGRE's loaders are the public readers (CERN/TIGRE ``Python/tigre/utilities/io/
 DiondoDataLoader.py``; ``MATLAB/Utilities/IO/Diondo/readDiondoGeometry.m``,
-``loadDiondoProjections.m``), with TIGRE's frame as :mod:`._tigre` states it. The XML
-(the root's name is not read) has the blocks ``ScanParameter`` (``HelixMode``,
-``Laminography``), ``Recon`` and ``Geometrie``; projection i is
+``loadDiondoProjections.m``), with TIGRE's frame as :mod:`leap.io.scanners._tigre`
+states it. The XML (the root's name is not read) has the blocks ``ScanParameter``
+(``HelixMode``, ``Laminography``), ``Recon`` and ``Geometrie``; projection i is
 ``Projection/_<height>_<i, 4 digits>.raw`` with ``<height>`` the first entry of
 ``Geometrie/Slices/string`` ("12.50 mm, …") written ``%07.2f`` with a decimal comma
 (``_0012,50_0000.raw``), rows × cols uint16, row-major, no header::

@@ -18,7 +18,7 @@ RTK (RTKConsortium/RTK) is the public reader: ``rtkHisImageIO.cxx`` (the HIS fil
 * A pixel holds ``65536 − counts``: RTK reads the line integral as
   ``log(65536) − log(65536 − v)`` (values 0 and 65535 read as 1). Here ``projections``
   are the counts ``65536 − v`` (0 and 65535 as 65535) and the flat is a constant
-  65536 (``white_level``), so :meth:`Scan.attenuation` gives RTK's values.
+  65536 (``white_level``), so ``Scan.attenuation()`` gives RTK's values.
 * ``_Frames.xml`` has one ``Frame`` element per image, in the images' order, each with
   ``GantryAngle`` (degrees, IEC 61217: clockwise seen from the isocentre looking towards
   the gantry), ``UCentre`` and ``VCentre`` (mm at the detector: where the panel's centre
@@ -256,7 +256,7 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
     pixel_size : mm, a number or (height, width); None: RTK's 409.6 mm panel over the
         image's pixels.
     white_level : the counts of an unattenuated ray (the flat; RTK's 65536).
-    offset_scan : None (decide: a half-fan full turn, see :func:`half_fan`), True or
+    offset_scan : None (decide: a half-fan full turn, see ``half_fan``), True or
         False: the system's offset-scan FBP weights and widened volume.
     per_view_offsets : True: frames whose ``UCentre``/``VCentre`` differ give a modular
         beam with each frame's panel position; False: their mean (a cone beam).

@@ -6,7 +6,8 @@ Where the conventions come from
 -------------------------------
 TIGRE's loaders are the public readers (CERN/TIGRE ``Python/tigre/utilities/io/
 YXLONDataLoader.py``; ``MATLAB/Utilities/IO/YXLON/readYXLONGeometry.m``,
-``loadYXLONProjections.m``), with TIGRE's frame as :mod:`._tigre` states it.
+``loadYXLONProjections.m``), with TIGRE's frame as :mod:`leap.io.scanners._tigre`
+states it.
 
 ``ScanParameter.xml`` (TIGRE's Python loader only): under ``ConeBeamScanParameter``,
 ``ProjectionSize`` and ``PixelSize`` (``Height``, ``Width``), ``ProjectionBitdepth``, a
