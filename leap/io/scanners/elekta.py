@@ -147,8 +147,8 @@ def _child_number(path, frame, index: int, names) -> float | None:
                 raise ScanFormatError(path, f"Frame {index + 1}: {child.tag.rsplit('}', 1)[-1]} = "
                                       f"{text!r} is not a number") from None
             if not math.isfinite(x):
-                raise ScanFormatError(path, f"Frame {index + 1}: {child.tag} = {text!r} is not "
-                                      "finite")
+                raise ScanFormatError(path, f"Frame {index + 1}: {child.tag.rsplit('}', 1)[-1]} = "
+                                      f"{text!r} is not finite")
             return x
     return None
 
@@ -202,6 +202,16 @@ def _his_files(folder) -> list:
 
 
 # --------------------------------------------------------------------------- reader
+def _positive(name, x) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {x!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"{name} must be a positive number, got {x!r}")
+    return v
+
+
 def _frames_path(path) -> str | None:
     p = os.fspath(path)
     if os.path.isdir(p):
@@ -235,11 +245,13 @@ def half_fan(geometry) -> bool:
     return min(left, right) / max(left, right) <= OFFSET_SCAN_RATIO
 
 
-def offset_scan_system(geometry) -> CTSystem:
-    """A half-fan scan's system: LEAP's default volume widened to the farther detector
-    side, with offset-scan FBP weights."""
-    v = default_volume(geometry, 1.0, offset_scan=True)
-    return CTSystem(geometry=geometry, volume=volume_from_leap(geometry, **v),
+def offset_scan_system(geometry, cone: ConeBeam) -> CTSystem:
+    """A half-fan scan's system: LEAP's default volume of ``cone`` (the scan with its
+    panel at the mean position) widened to the farther detector side, with offset-scan
+    FBP weights. (LEAP's default for modular beams would take half the detector's width
+    as the field of view, cutting off what the long side sees.)"""
+    v = default_volume(cone, 1.0, offset_scan=True)
+    return CTSystem(geometry=geometry, volume=volume_from_leap(cone, **v),
                     fbp_options=FBPOptions(offset_scan=True))
 
 
@@ -266,6 +278,15 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
     the gantry angles as written (degrees), ``metadata`` the ``Image`` block's keys plus
     ``UCentre``/``VCentre`` per frame and the HIS layout.
     """
+    sod, sdd, white_level = (_positive(name, x) for name, x in
+                             (("sod", sod), ("sdd", sdd), ("white_level", white_level)))
+    if not sdd > sod:
+        raise ValueError(f"sdd ({sdd:g}) must exceed sod ({sod:g})")
+    if pixel_size is not None:
+        sizes = np.atleast_1d(np.asarray(pixel_size, dtype=np.float64))
+        if sizes.shape not in ((1,), (2,)) or not np.all(np.isfinite(sizes) & (sizes > 0)):
+            raise ValueError(f"pixel_size must be positive, one number or (height, width), "
+                             f"got {pixel_size!r}")
     xml = _frames_path(path)
     if xml is None:
         raise FileNotFoundError(f"no {FRAMES_FILE} at {os.fspath(path)!r}")
@@ -279,17 +300,10 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
     raw = RawFrames(files, head["rows"], head["cols"], np.uint16, offset=head["offset"],
                     what=f"the HIS header of {files[0]}", magic=HIS_MAGIC)
     rows, cols = head["rows"], head["cols"]
-    for name, x in (("sod", sod), ("sdd", sdd), ("white_level", white_level)):
-        if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
-            raise ValueError(f"{name} must be a positive number, got {x!r}")
-    if not sdd > sod:
-        raise ValueError(f"sdd ({sdd:g}) must exceed sod ({sod:g})")
     if pixel_size is None:
         ph, pw = PANEL_MM / rows, PANEL_MM / cols
     else:
-        ph, pw = (float(pixel_size),) * 2 if np.ndim(pixel_size) == 0 else map(float, pixel_size)
-        if not (ph > 0 and pw > 0):
-            raise ValueError(f"pixel_size must be positive, got {pixel_size!r}")
+        ph, pw = (float(sizes[0]),) * 2 if sizes.size == 1 else map(float, sizes)
 
     # XVI writes angles in (-180, 180]; a turn through 180 jumps by 360 (RTK wraps to
     # [0, 360) instead, which jumps at 0): unwrapped, they are continuous.
@@ -301,16 +315,16 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
     varies = np.ptp(cc) > 1e-6 or np.ptp(cr) > 1e-6
     det = Detector(num_rows=rows, num_cols=cols, pixel_height=ph, pixel_width=pw,
                    center_row=float(np.mean(cr)), center_col=float(np.mean(cc)))
-    geometry = ConeBeam(detector=det, angles=psi, sod=float(sod), sdd=float(sdd))
+    geometry = cone = ConeBeam(detector=det, angles=psi, sod=sod, sdd=sdd)
     if varies and per_view_offsets:
-        m = geometry.to_modular()
+        m = cone.to_modular()
         # each frame's panel moved from the mean position to its own
         shift = ((det.center_col - cc)[:, None] * pw * m.col_vectors
                  + (det.center_row - cr)[:, None] * ph * m.row_vectors)
         geometry = m.with_changes(module_centers=m.module_centers + shift)
     if offset_scan is None:
         offset_scan = half_fan(geometry)
-    system = offset_scan_system(geometry) if offset_scan else default_system(geometry)
+    system = offset_scan_system(geometry, cone) if offset_scan else default_system(geometry)
 
     projections = Mapped(counts_from_his, raw)
     flats = Constant((1, rows, cols), float(white_level))

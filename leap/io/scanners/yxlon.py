@@ -25,7 +25,7 @@ pixels of ``PixelPitch`` mm, and an optional ``DejustmentParameter``::
     ``PixelSize`` Height, Width (mm)     pixel_height, pixel_width
     ``HorizontalDetectorOffset``,        center_col = (cols − 1)/2 + PixelPitch·H/width,
     ``VerticalDetectorOffset`` (pixels)  center_row = (rows − 1)/2 + PixelPitch·V/height
-    ``ProjectionBitdepth`` b             flats: one frame at 2^b − 1
+    ``ProjectionBitdepth`` b             flats: one frame at 2^b − 1 (b = 16 if absent)
     ===================================  ================================================
 
 The ``.txt`` file: lines ``value<TAB>label``; the labels read are ``Number of Detector
@@ -68,10 +68,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..lazy import Constant, Oriented, TiffStack, binning_pair
+from ..lazy import Constant, Oriented, binning_pair
 from ._common import ScanFormatError, check_monotonic, default_system
 from ._raw import RawFrames
 from ._tigre import check_writable, tigre_cone, tigre_terms
+from .nikon import stack
 from .scan import Scan
 
 XML_FILE = "ScanParameter.xml"
@@ -333,7 +334,7 @@ def open_scan(path, *, endpoint: bool = False, pixel_size=None, binning=1,
     if ftype == "raw":
         raw = RawFrames(files, rows, cols, "<u2", what=f"{param}: {keys}")
     else:
-        raw = TiffStack(files)
+        raw = stack(param, files, "the TIFF projections")
         if raw.shape != (n, rows, cols):
             raise ScanFormatError(param, f"the TIFF projections are {raw.shape[1:]} (rows, "
                                   f"cols) but the parameters say {(rows, cols)}")
