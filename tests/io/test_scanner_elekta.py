@@ -182,6 +182,10 @@ def test_options_distances_pixels_white_level_offset_scan(tmp_path):
     assert (g.detector.pixel_height, g.detector.pixel_width) == (12.0, 6.0)
     assert g.detector.center_col == pytest.approx(31.5 + 115.0 / 6.0)
     assert not scan.system.fbp_options.offset_scan
+    # angles unwrapped, as written in the metadata
+    np.testing.assert_allclose(np.diff(scan.angles), np.diff(gantry), atol=1e-9)
+    assert (scan.angles[0] - gantry[0]) % 360.0 == pytest.approx(0.0)
+    np.testing.assert_allclose(scan.metadata["GantryAngle"], -((-gantry + 180) % 360 - 180))
     assert float(np.asarray(scan.flats).max()) == 60000.0
     summary = scan.summary()
     assert "elekta" in summary and "source to axis 900 mm" in summary

@@ -52,6 +52,11 @@ unit are not settled by any public document (TIGRE's Python loader itself prints
 the sign of COR is unknown), so they follow the same loader for one consistent reading.
 A wrong row order mirrors the reconstruction in z; a wrong offset unit blurs it.
 
+One reading is leap's own: both TIGRE loaders take the angle step from
+``ProjectionCount`` (MATLAB warns when it differs from ``ProjectionCountPer360deg``);
+leap takes it from ``ProjectionCountPer360deg`` where the file has it, the same for a
+full turn and the step the name states for a part of one.
+
 Refused: ``HelixMode`` or ``Laminography`` true (neither loader reads them). Not
 applied: MATLAB's ``+1`` on every count and its division by 2^16 (``white_level=``
 sets the air level).

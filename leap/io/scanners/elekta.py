@@ -275,8 +275,9 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
 
     Returns a Scan: projections (views, rows, cols) float32 counts ``65536 − v`` in the
     stored image order (lazy), flats one constant frame at ``white_level``, ``angles``
-    the gantry angles as written (degrees), ``metadata`` the ``Image`` block's keys plus
-    ``UCentre``/``VCentre`` per frame and the HIS layout.
+    the gantry angles unwrapped (degrees; as written in ``metadata['GantryAngle']``),
+    ``metadata`` the ``Image`` block's keys plus ``GantryAngle``, ``UCentre``,
+    ``VCentre`` per frame and the HIS layout.
     """
     sod, sdd, white_level = (_positive(name, x) for name, x in
                              (("sod", sod), ("sdd", sdd), ("white_level", white_level)))
@@ -329,9 +330,9 @@ def open_scan(path, *, sod: float = SOD, sdd: float = SDD, pixel_size=None,
     projections = Mapped(counts_from_his, raw)
     flats = Constant((1, rows, cols), float(white_level))
     meta = dict(image)
-    meta.update(UCentre=uc, VCentre=vc, his_rows=rows, his_cols=cols,
+    meta.update(GantryAngle=gantry, UCentre=uc, VCentre=vc, his_rows=rows, his_cols=cols,
                 his_offset=head["offset"], sod_assumed=float(sod), sdd_assumed=float(sdd))
-    return Scan(system=system, projections=projections, flats=flats, angles=gantry,
+    return Scan(system=system, projections=projections, flats=flats, angles=measured,
                 metadata=meta, format="elekta", path=xml, angle_unit="degree")
 
 
