@@ -4,7 +4,7 @@ Halcyon (``Scan.xml`` + ``Acquisitions/*/Proj_*.xim``, air scans under
 
 Where the conventions come from
 -------------------------------
-File layouts: :mod:`._xim` and :mod:`._hnd` (RTK ``rtkXimImageIO.cxx``,
+File layouts: ``leap.io.scanners._xim`` and ``._hnd`` (RTK ``rtkXimImageIO.cxx``,
 ``rtkHndImageIO.cxx``; pylinac's XIM reader as in TIGRE
 ``Python/tigre/utilities/io/varian/xim.py``). Geometry: RTK
 ``rtkVarianProBeamGeometryReader.cxx`` (XIM) and ``rtkVarianObiGeometryReader.cxx``
