@@ -352,14 +352,18 @@ def test_missing_keys_and_inconsistent_files_are_refused(tmp_path):
               {"GantryRtn": 0.0})
     with pytest.raises(ScanFormatError, match="Proj_00001.xim: the key 'KVSourceRtn'"):
         open_scan(tmp_path)
-    assert open_scan(tmp_path, convention="tigre",
-                     dose_normalise=False).projections.shape == (4, 10, 40)
+    assert open_scan(tmp_path, convention="tigre", dose_normalise=False,
+                     min_angle_step=0.0).projections.shape == (4, 10, 40)
     write_xim(tmp_path / "Acquisitions" / "1" / "Proj_00001.xim", np.zeros((10, 40), int),
-              {"KVSourceRtn": 200.0, "GantryRtn": 0.0})
+              {"KVSourceRtn": 60.0})
     with pytest.raises(ScanFormatError, match="Proj_00001.xim: the property 'KVNormChamber'"):
         open_scan(tmp_path)
-    with pytest.raises(ScanFormatError, match="angles .* are not monotonic"):
-        open_scan(tmp_path, dose_normalise=False)
+    assert open_scan(tmp_path, dose_normalise=False).projections.shape == (4, 10, 40)
+    write_xim(tmp_path / "Acquisitions" / "1" / "Proj_00001.xim", np.zeros((10, 40), int),
+              {"KVSourceRtn": 200.0, "KVNormChamber": 1.0})
+    for step in (None, False):         # a frame far off is refused, not dropped
+        with pytest.raises(ScanFormatError, match="angles .* are not monotonic"):
+            open_scan(tmp_path, min_angle_step=step)
     write_xim(tmp_path / "Acquisitions" / "1" / "Proj_00001.xim", np.zeros((9, 40), int),
               {"KVSourceRtn": 10.0})
     with pytest.raises(ScanFormatError, match="Proj_00001.xim: the image is 40 x 9"):
@@ -383,3 +387,29 @@ def test_detect_and_format_names(tmp_path):
         write_scan(tmp_path / "x", hand.with_changes(tau=1.0), counts)
     with pytest.raises(ValueError, match="counts must be"):
         write_scan(tmp_path / "x", hand, counts[:, :, 1:])
+
+
+@pytest.mark.parametrize("layout", ["truebeam", "obi"])
+def test_frames_of_acceleration_and_deceleration_are_dropped(tmp_path, layout):
+    # the gantry starting and stopping: frames repeating an angle, or barely moving
+    hand = _hand(views=10, step=36.0)
+    write_scan(tmp_path, hand, np.full(hand.projection_shape, 100.0), layout=layout)
+    ext = "xim" if layout == "truebeam" else "hnd"
+    where = tmp_path / "Acquisitions" / "1" if layout == "truebeam" else tmp_path
+    files = sorted(where.glob(f"Proj_*.{ext}"))
+    for k, f in enumerate(reversed(files)):               # room for two frames at the start
+        f.rename(where / f"Proj_{len(files) + 1 - k:05d}.{ext}")
+    first = where / f"Proj_00002.{ext}"
+    for name in ("Proj_00000", "Proj_00001"):
+        (where / f"{name}.{ext}").write_bytes(first.read_bytes())
+    scan = open_scan(tmp_path)
+    assert scan.projections.shape[0] == 10
+    assert [os.path.basename(f) for f in scan.metadata["dropped_frames"]] == \
+        [f"Proj_00001.{ext}", f"Proj_00002.{ext}"]
+    np.testing.assert_allclose(np.exp(1j * scan.system.geometry.angles),
+                               np.exp(1j * hand.angles), atol=1e-9)
+    with pytest.raises(ScanFormatError, match="not monotonic"):
+        open_scan(tmp_path, min_angle_step=False)
+    if layout == "truebeam":          # TIGRE's threshold 0.9·Velocity/FrameRate = 32.4°
+        assert scan.metadata["min_angle_step"] == pytest.approx(32.4)
+        assert open_scan(tmp_path, min_angle_step=40.0).projections.shape[0] == 5

@@ -64,8 +64,11 @@ reader averages them.
 
 Not determined by a public source, and this reader's reading of it: TIGRE's ``Air-*``
 and the issue's ``AIR-*`` folder names are matched ignoring case; OBI air scans have no
-documented place: they are taken from ``Calibrations/AIR-*`` as TrueBeam's, or ``air=``; a ``Bowtie`` element that is
-empty or says ``None`` counts as no bowtie.
+documented place: they are taken from ``Calibrations/AIR-*`` as TrueBeam's, or
+``air=``; a ``Bowtie`` element that is empty or says ``None`` counts as no bowtie; the
+frames of the gantry's acceleration and deceleration are dropped as TIGRE drops them
+(``min_angle_step``); HND's own detector positions (``IDUPosLat``, ``IDUPosLng``) are
+kept in ``metadata`` but not applied, as RTK takes the offsets from the XML.
 """
 from __future__ import annotations
 
@@ -282,15 +285,9 @@ def _half_fan(option, fan_text, nc, lat, pw) -> bool:
     return abs(float(np.mean(lat)) / pw) > 0.25 * nc
 
 
-def _unwrapped(path, degrees, what) -> np.ndarray:
-    """Angles in degrees, unwrapped across 0/360 and checked monotonic."""
-    a = np.degrees(np.unwrap(np.radians(np.asarray(degrees, dtype=np.float64))))
-    return check_monotonic(path, a, what)
-
-
 # ------------------------------------------------------------------------- readers
 def open_scan(path, *, convention: str = "rtk", air=None, dose_normalise: bool = True,
-              offset_scan=None, detector_offsets: str = "per-view") -> Scan:
+              offset_scan=None, detector_offsets: str = "per-view", min_angle_step=None) -> Scan:
     """Read a Varian TrueBeam/Halcyon (XIM) or OBI (HND) cone-beam scan.
 
     Parameters
@@ -308,12 +305,18 @@ def open_scan(path, *, convention: str = "rtk", air=None, dose_normalise: bool =
         False: FBP's half-fan weighting (``system.fbp_options.offset_scan``).
     detector_offsets : 'per-view' (a ModularBeam when the frames' detector offsets
         differ) or 'mean' (one ConeBeam with their mean).
+    min_angle_step : frames that advance by no more than this many degrees beyond the
+        last kept frame are dropped (the gantry's acceleration and deceleration); None:
+        TIGRE's ``0.9·Velocity/FrameRate`` of Scan.xml (0 without them, and for OBI:
+        repeated angles dropped); False: every frame kept (the angles must then be
+        strictly monotonic).
 
     Returns a Scan: projections float32 (views, rows, cols) in leap's detector order
     (dose-normalised counts), flats the air scans (None without them), ``angles`` the
     frames' ``KVSourceRtn`` (rtk) or ``GantryRtn`` (tigre) or ``CTProjectionAngle`` (OBI)
     in degrees, ``metadata`` the XML's values plus per-view arrays ``'KVSourceRtn'``,
-    ``'GantryRtn'``, ``'detector_lat_mm'``, ``'detector_lng_mm'``, ``'dose'``.
+    ``'GantryRtn'``, ``'detector_lat_mm'``, ``'detector_lng_mm'``, ``'dose'`` and the
+    list ``'dropped_frames'``.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
@@ -323,16 +326,38 @@ def open_scan(path, *, convention: str = "rtk", air=None, dose_normalise: bool =
     folder = _folder(p)
     if os.path.isfile(os.path.join(folder, SCAN_XML)):
         return _open_truebeam(folder, convention, air, dose_normalise, offset_scan,
-                              detector_offsets)
+                              detector_offsets, min_angle_step)
     if os.path.isfile(os.path.join(folder, OBI_XML)):
         if convention != "rtk":
             raise ValueError("OBI (.hnd) scans are read as RTK reads them (TIGRE has no HND "
                              f"reader); convention={convention!r} is not available")
-        return _open_obi(folder, air, dose_normalise, offset_scan, detector_offsets)
+        return _open_obi(folder, air, dose_normalise, offset_scan, detector_offsets,
+                         min_angle_step)
     raise ScanFormatError(folder, f"holds neither {SCAN_XML} nor {OBI_XML}")
 
 
-def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_offsets):
+def _advancing(angles, min_step) -> np.ndarray:
+    """Which frames to keep: those more than ``min_step`` degrees from the last kept one
+    (TIGRE's test; all kept when ``min_step`` is False). A frame far behind is kept, so
+    that the monotonic check names it rather than it being dropped unseen."""
+    keep = np.ones(angles.size, dtype=bool)
+    if min_step is False or angles.size < 2:
+        return keep
+    step = float(min_step)
+    if not (math.isfinite(step) and step >= 0):
+        raise ValueError(f"min_angle_step must be a number of degrees >= 0, None or False, "
+                         f"got {min_step!r}")
+    last = angles[0]
+    for k in range(1, angles.size):
+        if abs(angles[k] - last) > step:
+            last = angles[k]
+        else:
+            keep[k] = False
+    return keep
+
+
+def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_offsets,
+                   min_angle_step):
     xml = os.path.join(folder, SCAN_XML)
     meta = read_xml_values(xml, "Acquisitions")
     files = _projection_files(folder)
@@ -368,16 +393,26 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
     pairs = list(zip(kept, [pr for _, pr in frames]))
     source = np.array([prop(f, pr, "KVSourceRtn", convention == "rtk") for f, pr in pairs])
     gantry = np.array([prop(f, pr, "GantryRtn", convention == "tigre") for f, pr in pairs])
+    key = "KVSourceRtn" if convention == "rtk" else "GantryRtn"
+    unwrapped = np.degrees(np.unwrap(np.radians(source if convention == "rtk" else gantry)))
+    if min_angle_step is None:           # TIGRE's acceleration/deceleration threshold
+        min_angle_step = (0.9 * number(xml, meta, "Velocity") / number(xml, meta, "FrameRate",
+                                                                      positive=True)
+                          if "Velocity" in meta and "FrameRate" in meta else 0.0)
+    take = _advancing(unwrapped, min_angle_step)
+    dropped = [kept[k] for k in np.flatnonzero(~take)]
+    pairs = [pairs[k] for k in np.flatnonzero(take)]
+    kept = [f for f, _ in pairs]
+    source, gantry = source[take], gantry[take]
+    measured = check_monotonic(xml, unwrapped[take], f"{key} angles of the frames")
     lat = np.array([10.0 * number(f, pr, "KVDetectorLat", default=lat_default / 10.0)
                     for f, pr in pairs])
     lng = np.array([10.0 * number(f, pr, "KVDetectorLng", default=0.0) for f, pr in pairs])
     scale = [_dose(f, pr.get("KVNormChamber"), "KVNormChamber", normalise) for f, pr in pairs]
     if convention == "rtk":
-        measured = _unwrapped(xml, source, "KVSourceRtn angles of the frames")
         psi = np.radians(180.0 - measured)
         flips = (False, False)
     else:
-        measured = _unwrapped(xml, gantry, "GantryRtn angles of the frames")
         psi = np.radians(measured + 180.0)
         flips, lat, lng = (True, True), -lat, -lng
     geometry = _geometry(xml, psi, sod, sdd, nr, nc, ph, pw, lat, lng, detector_offsets)
@@ -402,13 +437,15 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
         flats = VarianFrames(air_files, "xim", nr, nc, air_scale, *flips)
     metadata = dict(meta, KVSourceRtn=source, GantryRtn=gantry, detector_lat_mm=lat,
                     detector_lng_mm=lng, dose=1.0 / np.asarray(scale), air_files=air_files,
-                    convention=convention, offset_scan=half)
+                    convention=convention, offset_scan=half, dropped_frames=dropped,
+                    min_angle_step=float(min_angle_step) if min_angle_step is not False
+                    else None)
     return Scan(system=_system(geometry, half), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
 
 
-def _open_obi(folder, air, normalise, offset_scan, detector_offsets):
+def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_step):
     xml = os.path.join(folder, OBI_XML)
     meta = read_xml_values(xml)
     files = _hnd_files(folder)
@@ -429,8 +466,13 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets):
     if fan.lower() == "halffan":
         off_x += number(xml, meta, "DetectorPosLat")
     off_y = number(xml, meta, "CalibratedDetectorOffsetY")
-    measured = _unwrapped(xml, [h["CTProjectionAngle"] for h in heads],
-                          "CTProjectionAngle angles of the .hnd frames")
+    unwrapped = np.degrees(np.unwrap(np.radians([h["CTProjectionAngle"] for h in heads])))
+    take = _advancing(unwrapped, 0.0 if min_angle_step is None else min_angle_step)
+    dropped = [files[k] for k in np.flatnonzero(~take)]
+    files = [files[k] for k in np.flatnonzero(take)]
+    heads = [heads[k] for k in np.flatnonzero(take)]
+    measured = check_monotonic(xml, unwrapped[take],
+                               "CTProjectionAngle angles of the .hnd frames")
     n = len(files)
     lat, lng = np.full(n, off_x), np.full(n, off_y)
     geometry = _geometry(xml, np.radians(measured), sod, sdd, nr, nc, ph, pw, lat, lng,
@@ -451,9 +493,11 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets):
                                       f"the projections {nc} x {nr}")
             air_scale.append(_dose(f, h["CTNormChamber"], "CTNormChamber", normalise))
         flats = VarianFrames(given, "hnd", nr, nc, air_scale)
-    metadata = dict(meta, detector_lat_mm=lat, detector_lng_mm=lng,
+    per_view = {k: np.array([h[k] for h in heads]) for k in
+                ("GantryRtn", "IDUPosLat", "IDUPosLng", "IDUPosVrt", "CTProjectionAngle")}
+    metadata = dict(meta, **per_view, detector_lat_mm=lat, detector_lng_mm=lng,
                     dose=1.0 / np.asarray(scale), air_files=given, convention="rtk",
-                    offset_scan=half)
+                    offset_scan=half, dropped_frames=dropped)
     return Scan(system=_system(geometry, half), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
@@ -518,7 +562,8 @@ def write_scan(folder, geometry, counts, *, layout: str = "truebeam", compressed
                   "ImagerResX": d.pixel_width, "ImagerResY": d.pixel_height,
                   "ImagerLat": float(np.mean(lat)), "StartAngle": float(gantry[0]),
                   "StopAngle": float(gantry[-1]), "Fan": "Half" if half_fan else "Full",
-                  "Velocity": 6.0, "FrameRate": 15.0}
+                  "Velocity": 15.0 * float(np.mean(np.abs(np.diff(psi_deg)))) if na > 1
+                  else 6.0, "FrameRate": 15.0}
         if bowtie:
             values["Bowtie"] = "Full"
         acq = "".join(f"    <{k}>{v!r}</{k}>\n" if isinstance(v, float) else
