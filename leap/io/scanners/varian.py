@@ -8,7 +8,7 @@ File layouts: ``leap.io.scanners._xim`` and ``._hnd`` (RTK ``rtkXimImageIO.cxx``
 ``rtkHndImageIO.cxx``; pylinac's XIM reader as in TIGRE
 ``Python/tigre/utilities/io/varian/xim.py``). Geometry: RTK
 ``rtkVarianProBeamGeometryReader.cxx`` (XIM) and ``rtkVarianObiGeometryReader.cxx``
-(HND), with RTK's frame (IEC 61217 fixed frame; ``Documentation/docs/Geometry.md``):
+(HND), with RTK's frame (IEC 61217 fixed frame; ``documentation/docs/Geometry.md``):
 at gantry angle g the source is at SAD·(sin g, 0, cos g), the detector's columns run
 along (cos g, 0, −sin g) and its rows along +y, the rotation axis; the pixel (i, j) of an
 image of N × M pixels sits at ((i − (N−1)/2)·pw + offsetX, (j − (M−1)/2)·ph + offsetY) on
@@ -56,14 +56,20 @@ both the columns and the rows reversed, and with GantryRtn = KVSourceRtn − 90 
 from RTK's by the proper rotation (x, y, z) → (y, x, −z): the two reconstructions are
 the same object turned upside down about a horizontal axis, not mirror images —
 unless one of them is displayed with its slice order reversed. This reader follows RTK
-(it alone uses the per-frame angle of the kV source and the per-frame detector offsets);
+(it takes the kV source's own angle and each frame's detector offsets, where TIGRE
+takes GantryRtn + 90 and Scan.xml's one ``ImagerLat``);
 ``convention='tigre'`` gives TIGRE's angle and image orientation (the offsets applied to
-the same physical pixels). TIGRE has no HND reader; OBI scans are read as RTK reads them.
+the same physical pixels). TIGRE's MATLAB loader (``MATLAB/Utilities/IO/VarianCBCT``:
+``ProjLoader.m`` takes ``KVSourceRtn`` and turns the images with ``rot90(·, −1)``,
+``GeometryFromXML.m`` offsets the detector by +ImagerLat) differs from its Python one
+again; ``'tigre'`` is the Python loader's reading. TIGRE has no HND reader; OBI scans
+are read as RTK reads them.
 TIGRE interpolates the air scans of several gantry angles to each view's angle; this
 reader averages them.
 
-Not determined by a public source, and this reader's reading of it: TIGRE's ``Air-*``
-and the issue's ``AIR-*`` folder names are matched ignoring case; OBI air scans have no
+Not determined by a public source, and this reader's reading of it: the air-scan
+folders (``Air-*`` in TIGRE, ``AIR-*`` on disk as usually described) are matched
+ignoring case; OBI air scans have no
 documented place: they are taken from ``Calibrations/AIR-*`` as TrueBeam's, or
 ``air=``; a ``Bowtie`` element that is empty or says ``None`` counts as no bowtie; the
 frames of the gantry's acceleration and deceleration are dropped as TIGRE drops them
