@@ -318,8 +318,9 @@ def test_obi_half_fan_reads_detector_pos_lat(tmp_path):
 
 def test_projections_are_lazy_and_a_damaged_frame_is_named(tmp_path):
     hand = _hand(views=6, step=60.0)
-    _write(tmp_path, hand)
+    g = _write(tmp_path, hand, compressed=[True, False] * 3)        # both pixel kinds
     scan = open_scan(tmp_path, format="truebeam")
+    np.testing.assert_allclose(np.asarray(scan.attenuation()), g, atol=1e-3)
     p = scan.projections
     whole = np.asarray(p)
     np.testing.assert_array_equal(p[2, 3:5, ::4], whole[2, 3:5, ::4])
