@@ -245,20 +245,23 @@ def _dose(path, value, key, normalise: bool) -> float:
 
 # ----------------------------------------------------------------------- geometry
 def _geometry(path, psi, sod, sdd, nr, nc, ph, pw, lat, lng, detector_offsets):
-    """ConeBeam when the per-view offsets (mm, leap's column/row directions) agree,
-    else (``detector_offsets='per-view'``) a ModularBeam; 'mean' takes their mean."""
+    """``(geometry, mean)``: a ConeBeam when the per-view offsets (mm, leap's column and
+    row directions) agree, else (``detector_offsets='per-view'``) a ModularBeam; 'mean'
+    takes their mean. ``mean`` is the ConeBeam of the mean offsets (the volume's model:
+    LEAP's default volume for a modular half-fan scan would span only the detector's
+    width, not the farther side's radius)."""
     if detector_offsets not in ("per-view", "mean"):
         raise ValueError(f"detector_offsets must be 'per-view' or 'mean', got "
                          f"{detector_offsets!r}")
     if not sdd > sod > 0:
         raise ScanFormatError(path, f"the source-detector distance ({sdd:g} mm) must exceed "
                               f"the source-isocentre distance ({sod:g} mm) > 0")
-    same = np.ptp(lat) <= 1e-6 and np.ptp(lng) <= 1e-6
-    if same or detector_offsets == "mean":
-        det = Detector(num_rows=nr, num_cols=nc, pixel_height=ph, pixel_width=pw,
-                       center_row=0.5 * (nr - 1) - float(np.mean(lng)) / ph,
-                       center_col=0.5 * (nc - 1) - float(np.mean(lat)) / pw)
-        return ConeBeam(detector=det, angles=psi, sod=sod, sdd=sdd)
+    det = Detector(num_rows=nr, num_cols=nc, pixel_height=ph, pixel_width=pw,
+                   center_row=0.5 * (nr - 1) - float(np.mean(lng)) / ph,
+                   center_col=0.5 * (nc - 1) - float(np.mean(lat)) / pw)
+    mean = ConeBeam(detector=det, angles=psi, sod=sod, sdd=sdd)
+    if (np.ptp(lat) <= 1e-6 and np.ptp(lng) <= 1e-6) or detector_offsets == "mean":
+        return mean, mean
     theta = np.stack([np.sin(psi), -np.cos(psi), np.zeros_like(psi)], axis=1)
     perp = np.stack([np.cos(psi), np.sin(psi), np.zeros_like(psi)], axis=1)
     z = np.broadcast_to([0.0, 0.0, 1.0], theta.shape)
@@ -266,14 +269,14 @@ def _geometry(path, psi, sod, sdd, nr, nc, ph, pw, lat, lng, detector_offsets):
         np.asarray(lng)[:, None] * z
     det = Detector(num_rows=nr, num_cols=nc, pixel_height=ph, pixel_width=pw)
     return ModularBeam(detector=det, source_positions=sod * theta, module_centers=centres,
-                       row_vectors=z, col_vectors=perp)
+                       row_vectors=z, col_vectors=perp), mean
 
 
-def _system(geometry, offset_scan: bool) -> CTSystem:
-    angles = getattr(geometry, "angles", None)
-    span = angular_range_degrees(angles) if angles is not None and angles.size > 1 else 360.0
-    v = default_volume(geometry, 1.0, angular_range=span, offset_scan=offset_scan)
-    return CTSystem(geometry=geometry, volume=volume_from_leap(geometry, **v),
+def _system(geometry, mean, offset_scan: bool) -> CTSystem:
+    """The system with LEAP's default volume of the mean-offset ConeBeam ``mean``."""
+    span = angular_range_degrees(mean.angles) if mean.angles.size > 1 else 360.0
+    v = default_volume(mean, 1.0, angular_range=span, offset_scan=offset_scan)
+    return CTSystem(geometry=geometry, volume=volume_from_leap(mean, **v),
                     fbp_options=FBPOptions(offset_scan=offset_scan))
 
 
@@ -421,7 +424,8 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
     else:
         psi = np.radians(measured + 180.0)
         flips, lat, lng = (True, True), -lat, -lng
-    geometry = _geometry(xml, psi, sod, sdd, nr, nc, ph, pw, lat, lng, detector_offsets)
+    geometry, mean = _geometry(xml, psi, sod, sdd, nr, nc, ph, pw, lat, lng,
+                               detector_offsets)
     half = _half_fan(offset_scan, meta.get("Fan"), nc, lat, pw)
     projections = VarianFrames(kept, "xim", nr, nc, scale, *flips)
 
@@ -446,7 +450,7 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
                     convention=convention, offset_scan=half, dropped_frames=dropped,
                     min_angle_step=float(min_angle_step) if min_angle_step is not False
                     else None)
-    return Scan(system=_system(geometry, half), projections=projections, flats=flats,
+    return Scan(system=_system(geometry, mean, half), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
 
@@ -481,8 +485,8 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_s
                                "CTProjectionAngle angles of the .hnd frames")
     n = len(files)
     lat, lng = np.full(n, off_x), np.full(n, off_y)
-    geometry = _geometry(xml, np.radians(measured), sod, sdd, nr, nc, ph, pw, lat, lng,
-                         detector_offsets)
+    geometry, mean = _geometry(xml, np.radians(measured), sod, sdd, nr, nc, ph, pw, lat,
+                               lng, detector_offsets)
     half = _half_fan(offset_scan, fan, nc, lat, pw)
     scale = [_dose(f, h["CTNormChamber"], "CTNormChamber", normalise)
              for f, h in zip(files, heads)]
@@ -504,7 +508,7 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_s
     metadata = dict(meta, **per_view, detector_lat_mm=lat, detector_lng_mm=lng,
                     dose=1.0 / np.asarray(scale), air_files=given, convention="rtk",
                     offset_scan=half, dropped_frames=dropped)
-    return Scan(system=_system(geometry, half), projections=projections, flats=flats,
+    return Scan(system=_system(geometry, mean, half), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
 
