@@ -445,3 +445,11 @@ def test_half_fan_scan_with_per_view_offsets_reconstructs(tmp_path):
                                atol=1e-6)
     err_hand = _err(scan.system.with_changes(geometry=by_hand).fbp(g.astype(np.float32)), truth)
     assert err <= err_hand + 1e-3 and err_hand < 0.2, (err, err_hand)
+
+
+def test_a_half_fan_scan_short_of_a_turn_warns(tmp_path):
+    hand = _hand(half=True, views=100, step=3.0)                 # 300°
+    write_scan(tmp_path, hand, np.full(hand.projection_shape, 100.0))
+    with pytest.warns(UserWarning, match="half-fan .* covering 300.0°.* not applied"):
+        scan = open_scan(tmp_path)
+    assert scan.system.fbp_options.offset_scan

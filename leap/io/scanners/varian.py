@@ -81,6 +81,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -272,9 +273,17 @@ def _geometry(path, psi, sod, sdd, nr, nc, ph, pw, lat, lng, detector_offsets):
                        row_vectors=z, col_vectors=perp), mean
 
 
-def _system(geometry, mean, offset_scan: bool) -> CTSystem:
-    """The system with LEAP's default volume of the mean-offset ConeBeam ``mean``."""
+def _system(geometry, mean, offset_scan: bool, path="") -> CTSystem:
+    """The system with LEAP's default volume of the mean-offset ConeBeam ``mean``; warns
+    when a half-fan scan covers less than the turn its weights need."""
     span = angular_range_degrees(mean.angles) if mean.angles.size > 1 else 360.0
+    if offset_scan and mean.angles.size > 1:
+        step = abs(math.degrees(float(mean.angles[-1] - mean.angles[0]))) / (mean.angles.size - 1)
+        if span < 360.0 - step:
+            warnings.warn(f"{path}: a half-fan (offset-detector) scan covering {span:.1f}°: "
+                          "FBP's half-fan weights need a full turn and are not applied "
+                          "(leap.weights.offset_scan_layout); the reconstruction will show "
+                          "the offset detector's seam", stacklevel=3)
     v = default_volume(mean, 1.0, angular_range=span, offset_scan=offset_scan)
     return CTSystem(geometry=geometry, volume=volume_from_leap(mean, **v),
                     fbp_options=FBPOptions(offset_scan=offset_scan))
@@ -311,7 +320,8 @@ def open_scan(path, *, convention: str = "rtk", air=None, dose_normalise: bool =
     dose_normalise : divide each frame by its dose reading (``KVNormChamber`` /
         ``CTNormChamber``), projections and air scans alike.
     offset_scan : None (from the XML's fan type, else the detector's offset), True or
-        False: FBP's half-fan weighting (``system.fbp_options.offset_scan``).
+        False: FBP's half-fan weighting (``system.fbp_options.offset_scan``). A half-fan
+        scan covering less than a turn warns: leap's FBP weights only full turns.
     detector_offsets : 'per-view' (a ModularBeam when the frames' detector offsets
         differ) or 'mean' (one ConeBeam with their mean).
     min_angle_step : frames that advance by no more than this many degrees beyond the
@@ -450,7 +460,7 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
                     convention=convention, offset_scan=half, dropped_frames=dropped,
                     min_angle_step=float(min_angle_step) if min_angle_step is not False
                     else None)
-    return Scan(system=_system(geometry, mean, half), projections=projections, flats=flats,
+    return Scan(system=_system(geometry, mean, half, xml), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
 
@@ -508,7 +518,7 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_s
     metadata = dict(meta, **per_view, detector_lat_mm=lat, detector_lng_mm=lng,
                     dose=1.0 / np.asarray(scale), air_files=given, convention="rtk",
                     offset_scan=half, dropped_frames=dropped)
-    return Scan(system=_system(geometry, mean, half), projections=projections, flats=flats,
+    return Scan(system=_system(geometry, mean, half, xml), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
                 angle_unit="degree")
 
