@@ -203,6 +203,8 @@ def test_scan_reconstructs_the_object(tmp_path, layout, compressed):
     assert isinstance(geo, leap.ConeBeam) and geo.detector == hand.detector
     assert (geo.sod, geo.sdd) == (100.0, 150.0)
     np.testing.assert_allclose(np.exp(1j * geo.angles), np.exp(1j * hand.angles), atol=1e-9)
+    dose = 1000.0 * (1.0 + 0.2 * np.random.default_rng(0).random(hand.num_angles))
+    np.testing.assert_allclose(scan.metadata["dose"], dose)
     att = np.asarray(scan.attenuation())      # dose-normalised against the air scan
     np.testing.assert_allclose(att, g, atol=1e-3)
     system = default_system(hand)

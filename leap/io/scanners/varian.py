@@ -334,8 +334,9 @@ def open_scan(path, *, convention: str = "rtk", air=None, dose_normalise: bool =
     (dose-normalised counts), flats the air scans (None without them), ``angles`` the
     frames' ``KVSourceRtn`` (rtk) or ``GantryRtn`` (tigre) or ``CTProjectionAngle`` (OBI)
     in degrees, ``metadata`` the XML's values plus per-view arrays ``'KVSourceRtn'``,
-    ``'GantryRtn'``, ``'detector_lat_mm'``, ``'detector_lng_mm'``, ``'dose'`` and the
-    list ``'dropped_frames'``.
+    ``'GantryRtn'``, ``'detector_lat_mm'``, ``'detector_lng_mm'`` (leap's column and row
+    directions), ``'dose'`` (the frames' dose readings) and the list
+    ``'dropped_frames'``.
     """
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
@@ -455,8 +456,9 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
                                       f"pixels, the projections {nc} x {nr}")
             air_scale.append(_dose(f, props.get("KVNormChamber"), "KVNormChamber", normalise))
         flats = VarianFrames(air_files, "xim", nr, nc, air_scale, *flips)
+    dose = np.array([float(np.ravel(pr.get("KVNormChamber", np.nan))[0]) for _, pr in pairs])
     metadata = dict(meta, KVSourceRtn=source, GantryRtn=gantry, detector_lat_mm=lat,
-                    detector_lng_mm=lng, dose=1.0 / np.asarray(scale), air_files=air_files,
+                    detector_lng_mm=lng, dose=dose, air_files=air_files,
                     convention=convention, offset_scan=half, dropped_frames=dropped,
                     min_angle_step=float(min_angle_step) if min_angle_step is not False
                     else None)
@@ -514,9 +516,10 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_s
             air_scale.append(_dose(f, h["CTNormChamber"], "CTNormChamber", normalise))
         flats = VarianFrames(given, "hnd", nr, nc, air_scale)
     per_view = {k: np.array([h[k] for h in heads]) for k in
-                ("GantryRtn", "IDUPosLat", "IDUPosLng", "IDUPosVrt", "CTProjectionAngle")}
+                ("GantryRtn", "IDUPosLat", "IDUPosLng", "IDUPosVrt", "CTProjectionAngle",
+                 "CTNormChamber")}
     metadata = dict(meta, **per_view, detector_lat_mm=lat, detector_lng_mm=lng,
-                    dose=1.0 / np.asarray(scale), air_files=given, convention="rtk",
+                    dose=per_view["CTNormChamber"], air_files=given, convention="rtk",
                     offset_scan=half, dropped_frames=dropped)
     return Scan(system=_system(geometry, mean, half, xml), projections=projections, flats=flats,
                 angles=measured, metadata=metadata, format="varian", path=xml,
