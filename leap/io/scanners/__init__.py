@@ -18,14 +18,15 @@ from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
 READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "elekta", "yxlon", "diondo",
-           "dicom_ct_pd")
+           "varian", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
            "dicom-ct-pd": "dicom_ct_pd", "dicom_ct_pd": "dicom_ct_pd",
            "dicomctpd": "dicom_ct_pd",
            "elekta": "elekta", "xvi": "elekta", "yxlon": "yxlon",
-           "diondo": "diondo"}
+           "diondo": "diondo", "varian": "varian", "truebeam": "varian",
+           "halcyon": "varian", "obi": "varian"}
 
 
 def _reader(name):
@@ -36,7 +37,8 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
     """Read the scan at ``path`` (a file or a directory, as the format keeps it).
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
-    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'dicom-ct-pd'); ``options`` go to the
+    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'elekta', 'yxlon', 'diondo', 'varian',
+    'dicom-ct-pd'); ``options`` go to the
     reader (see each reader's ``open_scan``). Nothing of the projections is read: the
     returned :class:`Scan` holds lazy sources. Raises FileNotFoundError for a path that
     does not exist and ValueError naming the formats tried when none recognises it.
