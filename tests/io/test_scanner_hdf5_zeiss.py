@@ -548,6 +548,40 @@ def test_nxtomo_bad_input_names_file_and_dataset(tmp_path, edits, message):
     assert "bad.nx" in str(info.value)
 
 
+def test_nxtomo_without_image_key_is_refused_or_read_from_nxdata(tmp_path):
+    """Issue 53: frames without image_key cannot be told apart (flat, projections, dark
+    here); a file with no image_key anywhere is refused naming the dataset, one whose
+    only image_key is in its NXdata group is read from there."""
+    path = _small_nxtomo(tmp_path / "nokey.nx")
+    with h5py.File(path, "a") as f:
+        keys = f[DET + "image_key_control"][()]
+        names = []
+        f.visit(names.append)                  # (soft links in NXdata are not visited)
+        for name in names + ["entry0000/data/image_key", "entry0000/data/image_key_control"]:
+            if name.rsplit("/", 1)[-1].startswith("image_key") and name in f:
+                del f[name]
+        left = []
+        f.visit(left.append)
+        assert not [n for n in left if "image_key" in n]
+    with pytest.raises(ScanFormatError, match=r"nokey\.nx: the dataset /entry0000/instrument/"
+                       r"detector/image_key is missing .*NXtomo requires it"):
+        open_scan(path)
+    # the same keys as a dataset of the entry's NXdata group: read from there
+    with h5py.File(path, "a") as f:
+        f["entry0000/data"].create_dataset("image_key", data=keys)
+    scan = open_scan(path)
+    stored = np.arange(8 * 12, dtype=np.uint16).reshape(8, 3, 4)
+    assert scan.projections.shape == (6, 3, 4)
+    np.testing.assert_array_equal(np.asarray(scan.flats), stored[:1, :, ::-1])
+    np.testing.assert_array_equal(np.asarray(scan.darks), stored[7:, :, ::-1])
+    # NXdata keys for another number of frames are refused, not matched to these
+    with h5py.File(path, "a") as f:
+        del f["entry0000/data/image_key"]
+        f["entry0000/data"].create_dataset("image_key", data=keys[:-1])
+    with pytest.raises(ScanFormatError, match=r"data/image_key holds 7 keys but .*8 frames"):
+        open_scan(path)
+
+
 def test_nxtomo_lengths_need_units_and_entries_a_choice(tmp_path):
     path = _small_nxtomo(tmp_path / "c.nx")
     with h5py.File(path, "a") as f:

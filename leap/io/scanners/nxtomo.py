@@ -24,7 +24,8 @@ Mapping to leap
 NXtomo                                   leap
 =======================================  ===================================================
 frames with ``image_key`` 0              projections; 1 flats, 2 darks; 3 and −1 skipped
-(``image_key_control`` 0 where present)
+(``image_key_control`` 0 where present;  (a file with neither, in the detector or an NXdata
+the detector's, else an NXdata group's)  group, is refused: NXtomo requires ``image_key``)
 flat/dark frame k                        ``flat_positions`` = (projections before it) − ½:
                                          flats before and after the scan are interpolated
                                          per view
@@ -132,6 +133,30 @@ def _dataset(path, group, name, what=None):
     return group[name]
 
 
+def _frame_keys(path, ent, det):
+    """The dataset saying what each frame is: ``image_key_control`` (ESRF's extension,
+    with −1 alignment frames) or ``image_key`` of the detector, else of an NXdata group of
+    the entry (where NXtomo links them, and where some writers keep the only copy).
+
+    NXtomo requires ``image_key``: without it the flats and darks among the frames cannot
+    be told from the projections, so a file with none (a dangling link counts as none) is
+    refused rather than read as all projections."""
+    import h5py
+    groups = [det] + [g for g in ent.values()
+                      if isinstance(g, h5py.Group) and _nx_class(g) == "NXdata"]
+    for group in groups:
+        for name in ("image_key_control", "image_key"):
+            obj = group.get(name)            # None for a missing name or a dangling link
+            if isinstance(obj, h5py.Dataset):
+                return obj
+    where = ", ".join(g.name for g in groups)
+    raise ScanFormatError(path, f"the dataset {det.name}/image_key is missing (0 projection, "
+                          "1 flat, 2 dark for each frame of "
+                          f"{det.name}/data): NXtomo requires it, and without it the flats "
+                          "and darks cannot be told from the projections (looked for "
+                          f"image_key and image_key_control in {where})")
+
+
 def _positions(is_proj, which):
     """View positions of the frames ``which`` (a mask over the kept frames): the number of
     projections before each, less one half."""
@@ -186,10 +211,7 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
             raise ScanFormatError(path, f"the dataset {data.name} must be 3-D (frames, rows, "
                                   f"columns), it is {data.shape}")
         nframes = data.shape[0]
-        if "image_key_control" in det:
-            key_ds = det["image_key_control"]
-        else:
-            key_ds = _dataset(path, det, "image_key", "0 projection, 1 flat, 2 dark")
+        key_ds = _frame_keys(path, ent, det)
         keys = np.asarray(key_ds[()]).astype(np.int64).ravel()
         if keys.size != nframes:
             raise ScanFormatError(path, f"the dataset {key_ds.name} holds {keys.size} keys but "
