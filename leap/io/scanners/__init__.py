@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 
+from ._common import MissingWhiteLevelWarning
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
@@ -57,4 +58,4 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
                      "name the format with format= if it is one of them")
 
 
-__all__ = ["Scan", "open_scan", "READERS", "FORMATS"]
+__all__ = ["Scan", "open_scan", "READERS", "FORMATS", "MissingWhiteLevelWarning"]
