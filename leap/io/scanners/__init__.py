@@ -18,12 +18,12 @@ from ._common import MissingWhiteLevelWarning
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd", "raw_hdf5")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
            "dicom-ct-pd": "dicom_ct_pd", "dicom_ct_pd": "dicom_ct_pd",
-           "dicomctpd": "dicom_ct_pd"}
+           "dicomctpd": "dicom_ct_pd", "hdf5": "raw_hdf5"}
 
 
 def _reader(name):
@@ -34,10 +34,15 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
     """Read the scan at ``path`` (a file or a directory, as the format keeps it).
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
-    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'dicom-ct-pd'); ``options`` go to the
-    reader (see each reader's ``open_scan``). Nothing of the projections is read: the
-    returned :class:`Scan` holds lazy sources. Raises FileNotFoundError for a path that
-    does not exist and ValueError naming the formats tried when none recognises it.
+    'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'dicom-ct-pd', 'hdf5'); ``options`` go to the
+    reader (see each reader's ``open_scan``). ``format='hdf5'`` reads a raw NeXus / HDF5
+    file by paths inside it (:mod:`leap.io.scanners.raw_hdf5`: ``data=``, ``image_key=``,
+    ``angles=``, ``flats=``, ``darks=``, ``pixel_size=``, ``angle_unit=``; external links
+    are followed when the data are read); a file with no NXtomo entry but an NXdata
+    group of frames with an image key (Diamond's layout) is detected without them.
+    Nothing of the projections is read: the returned :class:`Scan` holds lazy sources.
+    Raises FileNotFoundError for a path that does not exist and ValueError naming the
+    formats tried when none recognises it.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
