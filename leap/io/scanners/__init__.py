@@ -18,7 +18,7 @@ from ._common import MissingWhiteLevelWarning
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd", "raw_hdf5")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "raw_hdf5", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
