@@ -481,6 +481,12 @@ def test_skyscan_flat_corrected_16_bit_white_level_is_2_to_the_depth(tmp_path):
                       r"white_level= or flats=") as caught:
         scan = open_scan(log3)
     assert len(caught) == 1 and scan.flats is None
+    # raw images (Flat Field Correction=OFF) without flat images: 2**Depth, with a warning
+    (tmp_path / "raw").mkdir()
+    log5, _ = write_skyscan(tmp_path / "raw", views=4, step=90.0, full=True, refs=False)
+    with pytest.warns(MissingWhiteLevelWarning, match=r"Flat Field Correction=OFF and no "
+                      r"flat\* images.*pass flats= or white_level="):
+        assert np.all(np.asarray(open_scan(log5).flats) == 2.0 ** 16)
     log4, _ = write_skyscan(tmp_path / "none", views=4, step=90.0, full=True,
                             flat_corrected=True, extra={"Depth (bits)": 40}, prefix="bad_")
     with pytest.raises(ScanFormatError, match=r"bad\.log: Depth \(bits\) = 40"):

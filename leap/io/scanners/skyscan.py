@@ -62,7 +62,8 @@ What is not determined by a public source, and this reader's reading of it:
   images with neither, air at about 65535; TIGRE's Python loader divides every image by
   2**Depth, its MATLAB loader reads no white level). A log with none of them opens with
   a :class:`~leap.io.scanners.MissingWhiteLevelWarning` naming ``white_level=``
-  (its attenuation would be −log of the counts);
+  (its attenuation would be −log of the counts); so does 2**Depth with "Flat Field
+  Correction=OFF" (raw images: the full scale is not the open beam);
 * "Camera X/Y Ratio", "Image Rotation", "Image crop origin X/Y" and the thermal-shift
   ``.csv`` (per-view detector shifts, which TIGRE's MATLAB loader adds): in ``metadata``
   or on disk only, not applied (TIGRE's Python loader also leaves the ratio at 1).
@@ -71,13 +72,15 @@ from __future__ import annotations
 
 import os
 import struct
+import warnings
 
 import numpy as np
 
 from ...geometry import ConeBeam, Detector
 from ..lazy import Source, normalize_key
-from ._common import (ScanFormatError, check_monotonic, default_system, number,
-                      warn_no_white_level, white_level as constant_flat)
+from ._common import (MissingWhiteLevelWarning, ScanFormatError, check_monotonic,
+                      default_system, number, warn_no_white_level,
+                      white_level as constant_flat)
 from .nikon import binned_center, oriented, read_ini, reference_files, references, stack
 from .scan import Scan
 
@@ -392,6 +395,13 @@ def open_scan(path, *, binning=1, flats=None, darks=None, pixel_size="image",
         elif keys.get("Depth (bits)") is not None:
             refs["flats"] = constant_flat(p, projections.shape[1:], 2.0 ** _depth(p, keys),
                                           "2**Depth (bits)")
+            if str(keys.get("Flat Field Correction", default="")).strip().upper() == "OFF":
+                # Raw images: full scale is not the open beam (air lies below it, so the
+                # line integrals carry an offset); the flat images are likely missing.
+                warnings.warn(f"{p}: Flat Field Correction=OFF and no flat* images: the "
+                              "white level is taken as 2**Depth (bits), the full scale, "
+                              "not the open beam's counts; pass flats= or white_level=",
+                              MissingWhiteLevelWarning, stacklevel=2)
         else:
             warn_no_white_level(p, "no flat* images, no 'Reference Intensity' or 'Depth "
                                 "(bits)' in the log", "white_level= or flats=")
