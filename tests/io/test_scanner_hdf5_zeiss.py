@@ -548,6 +548,40 @@ def test_nxtomo_bad_input_names_file_and_dataset(tmp_path, edits, message):
     assert "bad.nx" in str(info.value)
 
 
+def test_nxtomo_without_image_key_is_refused_or_read_from_nxdata(tmp_path):
+    """Issue 53: frames without image_key cannot be told apart (flat, projections, dark
+    here); a file with no image_key anywhere is refused naming the dataset, one whose
+    only image_key is in its NXdata group is read from there."""
+    path = _small_nxtomo(tmp_path / "nokey.nx")
+    with h5py.File(path, "a") as f:
+        keys = f[DET + "image_key_control"][()]
+        names = []
+        f.visit(names.append)                  # (soft links in NXdata are not visited)
+        for name in names + ["entry0000/data/image_key", "entry0000/data/image_key_control"]:
+            if name.rsplit("/", 1)[-1].startswith("image_key") and name in f:
+                del f[name]
+        left = []
+        f.visit(left.append)
+        assert not [n for n in left if "image_key" in n]
+    with pytest.raises(ScanFormatError, match=r"nokey\.nx: the dataset /entry0000/instrument/"
+                       r"detector/image_key is missing .*NXtomo requires it"):
+        open_scan(path)
+    # the same keys as a dataset of the entry's NXdata group: read from there
+    with h5py.File(path, "a") as f:
+        f["entry0000/data"].create_dataset("image_key", data=keys)
+    scan = open_scan(path)
+    stored = np.arange(8 * 12, dtype=np.uint16).reshape(8, 3, 4)
+    assert scan.projections.shape == (6, 3, 4)
+    np.testing.assert_array_equal(np.asarray(scan.flats), stored[:1, :, ::-1])
+    np.testing.assert_array_equal(np.asarray(scan.darks), stored[7:, :, ::-1])
+    # NXdata keys for another number of frames are refused, not matched to these
+    with h5py.File(path, "a") as f:
+        del f["entry0000/data/image_key"]
+        f["entry0000/data"].create_dataset("image_key", data=keys[:-1])
+    with pytest.raises(ScanFormatError, match=r"data/image_key holds 7 keys but .*8 frames"):
+        open_scan(path)
+
+
 def test_nxtomo_lengths_need_units_and_entries_a_choice(tmp_path):
     path = _small_nxtomo(tmp_path / "c.nx")
     with h5py.File(path, "a") as f:
@@ -684,3 +718,46 @@ def test_zeiss_alignment_shifts_are_reported(tmp_path):
         scan = open_scan(path, center_shift=1.5)
     assert scan.system.geometry.detector.center_col == pytest.approx(2 + 1.5)
     assert scan.metadata["Alignment/X-Shifts"] == [0, 1, 0, 0]
+
+
+# ====================================================== scans without a white level
+def _without_flats(kind, tmp_path):
+    """A small file of ``kind`` with no flat frames; returns (path, what is missing)."""
+    if kind == "dxchange":
+        path = _small_dxchange(tmp_path / "noflat.h5")
+        _edit(path, "exchange/data_white")
+        return path, "no /exchange/data_white"
+    if kind == "nxtomo":
+        path = _small_nxtomo(tmp_path / "noflat.nx")
+        _edit(path, DET + "image_key_control", np.array([2] + [0] * 7))
+        return path, "no frame of /entry0000/instrument/detector/image_key_control is a flat"
+    pytest.importorskip("olefile")
+    return _small_txrm(tmp_path / "noflat.txrm", ReferenceData__Image=None), \
+        "no ReferenceData/Image"
+
+
+@pytest.mark.parametrize("kind", ["dxchange", "nxtomo", "zeiss"])
+def test_scan_without_flats_warns_once_naming_white_level(tmp_path, kind):
+    """Issue 49: no flat and no white level must not give -log(counts) silently."""
+    import warnings
+    from leap.io.scanners._common import MissingWhiteLevelWarning
+    path, missing = _without_flats(kind, tmp_path)
+    options = {"pixel_size": 1.0} if kind == "dxchange" else {}
+    with pytest.warns(MissingWhiteLevelWarning, match=f"noflat.*: no flat frames .*{missing}"
+                      ".*pass white_level=") as caught:
+        scan = open_scan(path, **options)
+    assert len([w for w in caught if w.category is MissingWhiteLevelWarning]) == 1
+    assert scan.flats is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingWhiteLevelWarning)
+        scan = open_scan(path, white_level=300.0, **options)
+    shape = scan.projections.shape[1:]
+    assert scan.flats.shape == (1,) + shape and np.all(np.asarray(scan.flats) == 300.0)
+    raw = np.asarray(scan.projections, np.float64)
+    dark = 0.0 if scan.darks is None else np.asarray(scan.darks, np.float64).mean(axis=0)
+    ok = raw > dark + 0.5                   # (the floor of -log is not tested here)
+    assert ok.sum() > ok.size // 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = -np.log((raw - dark) / (300.0 - dark))
+    np.testing.assert_allclose(np.asarray(scan.attenuation())[ok], expected[ok], rtol=1e-5,
+                               atol=1e-5)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -19,7 +20,8 @@ import leap
 from leap.geometry.rays import pixel_positions, pixel_rays
 from leap.io import open_scan
 from leap.io.scanners import nikon, skyscan
-from leap.io.scanners._common import ScanFormatError, default_system
+from leap.io.scanners._common import (MissingWhiteLevelWarning, ScanFormatError,
+                                      default_system)
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
 
 tifffile = pytest.importorskip("tifffile")
@@ -233,6 +235,22 @@ def test_nikon_rolled_axis_is_a_modular_beam(tmp_path):
 
 
 # ------------------------------------------------------------------- Nikon errors
+def test_nikon_without_white_level_warns_naming_the_option(tmp_path):
+    write_nikon(tmp_path, drop=("WhiteLevel",))
+    with pytest.warns(MissingWhiteLevelWarning, match=r"scan 1\.xtekct: no flat frames .*"
+                      r"no WhiteLevel.*pass white_level= or flats=") as caught:
+        scan = open_scan(tmp_path)
+    assert len(caught) == 1 and scan.flats is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingWhiteLevelWarning)
+        scan = nikon.open_scan(tmp_path, white_level=WHITE)
+    assert scan.flats.shape == (1, ROWS, COLS) and np.all(np.asarray(scan.flats) == WHITE)
+    att = np.asarray(scan.attenuation()[::9])
+    assert att.min() >= 0.0 and att.max() < 5.0
+    with pytest.raises(ValueError, match="flats= images or white_level="):
+        nikon.open_scan(tmp_path, white_level=WHITE, flats="scan 1_0001.tif")
+
+
 def test_nikon_bad_inputs_name_the_file_and_key(tmp_path):
     def fresh(name, **kw):
         d = tmp_path / name
@@ -311,11 +329,13 @@ def write_bmp(path, img, *, top_down=False):
 
 
 def write_skyscan(folder, *, views, step, full, fmt="TIFF", prefix="bone_", refs=True,
-                  drop=(), extra=None, direction="CC"):
+                  drop=(), extra=None, direction="CC", flat_corrected=False):
     """A SkyScan file set: ``<prefix[:-1]>.log``, ``<prefix>0000.tif``... (or ``.bmp``),
     flat and dark references; counts = flat·exp(−g) + dark, the flat drifting between
     the three references (open beam, so flat + dark) taken every ``FF updating interval``
-    views."""
+    views. ``flat_corrected``: as SkyScan usually stores them, 16-bit images already
+    divided by the flat field (air at 65535, counts = 65535·exp(−g)), no references and
+    "Flat Field Correction=ON"."""
     a = np.arange(views) * step
     sign = 1.0 if direction == "CC" else -1.0
     axis_x = -SKY["post"] * PIXEL * SOD / SDD
@@ -333,6 +353,8 @@ def write_skyscan(folder, *, views, step, full, fmt="TIFF", prefix="bone_", refs
     w = (flat_v - lo)[:, None, None]
     flat_views = (1 - w) * flats[lo] + w * flats[lo + 1]
     counts = np.round(flat_views * np.exp(-g) + dark).astype(np.uint16)
+    if flat_corrected:
+        counts, refs = np.round(65535.0 * np.exp(-g)).astype(np.uint16), False
     ext = ".tif" if fmt == "TIFF" else ".bmp"
     write = (lambda p, x: tifffile.imwrite(p, x)) if fmt == "TIFF" else write_bmp
     for i in range(views):
@@ -346,7 +368,8 @@ def write_skyscan(folder, *, views, step, full, fmt="TIFF", prefix="bone_", refs
             "Camera to Source (mm)": SDD, "Object to Source (mm)": SOD,
             "Image Pixel Size (um)": PIXEL * SOD / SDD * 1000, "Image Format": fmt,
             "Depth (bits)": 16, "Rotation Step (deg)": step,
-            "Use 360 Rotation": "YES" if full else "NO", "Flat Field Correction": "OFF",
+            "Use 360 Rotation": "YES" if full else "NO",
+            "Flat Field Correction": "ON" if flat_corrected else "OFF",
             "FF updating interval": every, "Rotation Direction": direction,
             "Scanning Trajectory": "ROUND"}
     keys.update(extra or {})
@@ -420,6 +443,54 @@ def test_skyscan_directory_references_and_bmp_reader(tmp_path):
     np.testing.assert_array_equal(skyscan.BmpStack([tmp_path / "e.bmp"])[0], img8)
     with pytest.raises(ValueError, match=r"a\.bmp.*unlike"):
         skyscan.BmpStack([tmp_path / "c.bmp", tmp_path / "a.bmp"])
+
+
+def test_skyscan_flat_corrected_16_bit_white_level_is_2_to_the_depth(tmp_path):
+    """Issue 49: flat-corrected 16-bit images, neither flats nor "Reference Intensity":
+    the white level is 2**"Depth (bits)", so the attenuation is the line integrals (not
+    −log of the counts, about −11) and the object reconstructs."""
+    a = np.arange(60) * 6.0
+    log, _ = write_skyscan(tmp_path, views=60, step=6.0, full=True, flat_corrected=True)
+    assert "Reference Intensity" not in log.read_text()
+    assert not [p for p in os.listdir(tmp_path) if "flat" in p or "dark" in p]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingWhiteLevelWarning)
+        scan = open_scan(log)
+    assert scan.darks is None and np.all(np.asarray(scan.flats) == 2.0 ** 16)
+    att, g_hand, err_reader, err_hand = _check_reconstruction(scan, _sky_by_hand(a))
+    print(f"skyscan flat-corrected: attenuation {att.min():.3g} to {att.max():.3g}; error "
+          f"{err_reader:.4f}, by hand {err_hand:.4f}")
+    assert att.min() >= 0.0 and att.max() < 5.0
+    np.testing.assert_allclose(att, g_hand, atol=2e-3)
+    assert err_hand < 0.2
+    # "Reference Intensity" comes before the depth; white_level= before both
+    (tmp_path / "ri").mkdir()
+    log2, _ = write_skyscan(tmp_path / "ri", views=4, step=90.0, full=True,
+                            flat_corrected=True, extra={"Reference Intensity": 60000})
+    assert np.all(np.asarray(open_scan(log2).flats) == 60000)
+    assert np.all(np.asarray(skyscan.open_scan(log2, white_level=1234.5).flats) == 1234.5)
+    with pytest.raises(ValueError, match="flats= images or white_level="):
+        skyscan.open_scan(log2, flats=["bone_0000.tif"], white_level=1.0)
+    with pytest.raises(ScanFormatError, match=r"bone\.log: the white level \(white_level=\)"):
+        skyscan.open_scan(log2, white_level=-3)
+    # neither: opened with a warning naming the option (once), attenuation -log(counts)
+    (tmp_path / "none").mkdir()
+    log3, _ = write_skyscan(tmp_path / "none", views=4, step=90.0, full=True,
+                            flat_corrected=True, drop=("Depth (bits)",))
+    with pytest.warns(MissingWhiteLevelWarning, match=r"bone\.log: no flat frames.*"
+                      r"white_level= or flats=") as caught:
+        scan = open_scan(log3)
+    assert len(caught) == 1 and scan.flats is None
+    # raw images (Flat Field Correction=OFF) without flat images: 2**Depth, with a warning
+    (tmp_path / "raw").mkdir()
+    log5, _ = write_skyscan(tmp_path / "raw", views=4, step=90.0, full=True, refs=False)
+    with pytest.warns(MissingWhiteLevelWarning, match=r"Flat Field Correction=OFF and no "
+                      r"flat\* images.*pass flats= or white_level="):
+        assert np.all(np.asarray(open_scan(log5).flats) == 2.0 ** 16)
+    log4, _ = write_skyscan(tmp_path / "none", views=4, step=90.0, full=True,
+                            flat_corrected=True, extra={"Depth (bits)": 40}, prefix="bad_")
+    with pytest.raises(ScanFormatError, match=r"bad\.log: Depth \(bits\) = 40"):
+        open_scan(log4)
 
 
 def test_skyscan_bad_inputs_name_the_file_and_key(tmp_path):

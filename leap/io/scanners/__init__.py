@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib
 import os
 
+from ._common import MissingWhiteLevelWarning
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
 READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "elekta", "yxlon", "diondo",
-           "varian", "dicom_ct_pd")
+           "varian", "raw_hdf5", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
@@ -26,7 +27,7 @@ FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo"
            "dicomctpd": "dicom_ct_pd",
            "elekta": "elekta", "xvi": "elekta", "yxlon": "yxlon",
            "diondo": "diondo", "varian": "varian", "truebeam": "varian",
-           "halcyon": "varian", "obi": "varian"}
+           "halcyon": "varian", "obi": "varian", "hdf5": "raw_hdf5"}
 
 
 def _reader(name):
@@ -38,10 +39,15 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
     'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'elekta', 'yxlon', 'diondo', 'varian',
-    'dicom-ct-pd'); ``options`` go to the
-    reader (see each reader's ``open_scan``). Nothing of the projections is read: the
-    returned :class:`Scan` holds lazy sources. Raises FileNotFoundError for a path that
-    does not exist and ValueError naming the formats tried when none recognises it.
+    'dicom-ct-pd', 'hdf5'); ``options`` go to the reader (see each reader's
+    ``open_scan``). ``format='hdf5'`` reads a raw NeXus / HDF5
+    file by paths inside it (:mod:`leap.io.scanners.raw_hdf5`: ``data=``, ``image_key=``,
+    ``angles=``, ``flats=``, ``darks=``, ``pixel_size=``, ``angle_unit=``; external links
+    are followed when the data are read); a file with no NXtomo entry but an NXdata
+    group of frames with an image key (Diamond's layout) is detected without them.
+    Nothing of the projections is read: the returned :class:`Scan` holds lazy sources.
+    Raises FileNotFoundError for a path that does not exist and ValueError naming the
+    formats tried when none recognises it.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -62,4 +68,4 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
                      "name the format with format= if it is one of them")
 
 
-__all__ = ["Scan", "open_scan", "READERS", "FORMATS"]
+__all__ = ["Scan", "open_scan", "READERS", "FORMATS", "MissingWhiteLevelWarning"]

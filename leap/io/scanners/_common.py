@@ -1,12 +1,15 @@
-"""What every reader needs: the system of a geometry with LEAP's default volume, and
-clear errors that name the file and the key."""
+"""What every reader needs: the system of a geometry with LEAP's default volume, clear
+errors that name the file and the key, and the white level of scans without flat frames
+(a constant flat, or a warning naming the option that supplies one)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from ...geometry.conventions import default_volume, volume_from_leap
+from ..lazy import Constant
 from ...system import CTSystem
 from ...weights import angular_range_degrees
 
@@ -62,3 +65,35 @@ def check_monotonic(path, angles, what: str = "angles") -> np.ndarray:
             raise ScanFormatError(path, f"the {what} are not monotonic (view {bad + 1}: "
                                   f"{a[bad]:g} then {a[bad + 1]:g})")
     return a
+
+
+class MissingWhiteLevelWarning(UserWarning):
+    """A scan with neither flat frames nor a white level: its
+    :meth:`~leap.io.scanners.scan.Scan.attenuation` is ``−log(counts − dark)``, not line
+    integrals (off by the log of the open-beam counts, about −11 for 16-bit data).
+    Readers warn once, when the scan is opened, naming their ``white_level=`` option."""
+
+
+def white_level(path, shape, value, what: str) -> Constant:
+    """One constant flat frame, (1, rows, cols) = ``(1,) + shape``, at ``value`` counts
+    (the grey value of air); ``what`` names where it came from (a key, or
+    ``white_level=``) in the error for a value that is not a finite positive number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ScanFormatError(path, f"the white level ({what}) = {value!r} is not a "
+                              "number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ScanFormatError(path, f"the white level ({what}) = {value!r} must be a "
+                              "finite positive number of counts")
+    return Constant((1,) + tuple(int(n) for n in shape), v)
+
+
+def warn_no_white_level(path, looked_for: str, option: str = "white_level=", stacklevel=3):
+    """Warn (once per opened scan: readers call this in ``open_scan``) that a scan has no
+    flat frames and no white level, naming what was looked for and the ``option`` of the
+    reader that supplies one."""
+    warnings.warn(f"{path}: no flat frames and no white level ({looked_for}): the scan's "
+                  "attenuation() would be -log of the raw counts, not line integrals; "
+                  f"pass {option} (the counts of the open beam)",
+                  MissingWhiteLevelWarning, stacklevel=stacklevel)

@@ -21,7 +21,9 @@ Mapping to leap
 DXchange                             leap
 ===================================  ==============================================
 ``/exchange/data`` [view, row, col]  projections as stored (lazy)
-``data_white``, ``data_dark``        flats, darks (averaged)
+``data_white``, ``data_dark``        flats, darks (averaged); without
+                                     ``data_white``, option ``white_level``
+                                     (one constant flat) or a warning
 ``theta`` θ (``units`` deg/rad;      ψ = θ in radians (parallel beam:
 none: degrees)                       s = x cos ψ + y sin ψ, rows along z)
 ``objective/resolution``, else       pixel width (height), mm
@@ -36,8 +38,9 @@ a scanner that turned the other way gives a mirrored reconstruction. Without a p
 1 mm: ``metadata['pixel_size_source']`` says so and a warning is issued.
 
 Options of :func:`open_scan`: ``pixel_size`` (mm; overrides the file), ``center_col``
-(the rotation axis' column, fractional pixels) and ``exchange`` (the group, default
-'exchange'; 'exchange1'… hold processed data).
+(the rotation axis' column, fractional pixels), ``exchange`` (the group, default
+'exchange'; 'exchange1'… hold processed data) and ``white_level`` (the open beam's
+counts, one constant flat, for files without ``data_white``).
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ import numpy as np
 
 from ...geometry import Detector, ParallelBeam
 from ..lazy import HDF5Source
-from ._common import ScanFormatError, check_monotonic, default_system
+from ._common import (ScanFormatError, check_monotonic, default_system,
+                      warn_no_white_level, white_level as white_level_flat)
 from ._hdf5 import angle_unit, length_mm, probe, small_datasets
 from .scan import Scan
 
@@ -112,7 +116,7 @@ def _pixel(path, f, option):
 
 
 def open_scan(path, *, pixel_size: float | None = None, center_col: float | None = None,
-              exchange: str = "exchange") -> Scan:
+              exchange: str = "exchange", white_level: float | None = None) -> Scan:
     """Read a DXchange file (see the module docstring for the mapping).
 
     Parameters
@@ -123,6 +127,9 @@ def open_scan(path, *, pixel_size: float | None = None, center_col: float | None
         Detector column (fractional index) of the rotation axis; default the centre.
     exchange : str
         The exchange group ('exchange', or 'exchange1'… for processed data).
+    white_level : float, optional
+        The counts of the open beam: one constant flat frame instead of ``data_white``
+        (for files without flats).
     """
     import h5py
     path = os.fspath(path)
@@ -168,6 +175,11 @@ def open_scan(path, *, pixel_size: float | None = None, center_col: float | None
         center_col = float(center_col)
         if not math.isfinite(center_col):
             raise ValueError(f"center_col must be a finite column index, got {center_col!r}")
+    if white_level is not None:
+        extra["data_white"] = white_level_flat(path, (nrows, ncols), white_level,
+                                               "white_level=")
+    elif extra["data_white"] is None:
+        warn_no_white_level(path, f"no /{base}/data_white")
     psi = np.deg2rad(theta) if unit == "degree" else theta
     det = Detector(num_rows=nrows, num_cols=ncols, pixel_height=ph, pixel_width=pw,
                    center_col=center_col)

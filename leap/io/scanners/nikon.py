@@ -39,7 +39,10 @@ image's pixel (0, 0) is its top-right corner seen from the source (CIL's panel o
     ``ObjectRoll`` (deg, about y; or        the axis direction Rx(−ObjectTilt)·Ry(roll)·z:
     −atan((Top − Bottom)/detector height)), ModularBeam (per-view source, module, vectors)
     ``ObjectTilt`` (deg, about x)           with the volume's z along the rotation axis
-    ``WhiteLevel``                          flats: one constant frame (no darks)
+    ``WhiteLevel``                          flats: one constant frame (no darks);
+                                            without it and without ``flats=`` images
+                                            a MissingWhiteLevelWarning names
+                                            ``white_level=``
     =====================================  ==============================================
 
 The image flip (both axes) is lazy (:class:`~leap.io.lazy.Oriented`); ``projections`` index as leap's
@@ -59,8 +62,9 @@ import os
 import numpy as np
 
 from ...geometry import ConeBeam, Detector, ModularBeam
-from ..lazy import Constant, Oriented, Source, TiffStack, binning_pair
-from ._common import ScanFormatError, check_monotonic, default_system, number
+from ..lazy import Oriented, Source, TiffStack, binning_pair
+from ._common import (ScanFormatError, check_monotonic, default_system, number,
+                      warn_no_white_level, white_level as constant_flat)
 from .scan import Scan
 
 _UNITS = {"mm": 1.0, "um": 1e-3, "µm": 1e-3, "cm": 10.0, "m": 1000.0}
@@ -236,7 +240,8 @@ def _projection_files(xtekct, meta, n) -> tuple:
     return files, keys
 
 
-def open_scan(path, *, angles_file=None, binning=1, flats=None, darks=None) -> Scan:
+def open_scan(path, *, angles_file=None, binning=1, flats=None, darks=None,
+              white_level=None) -> Scan:
     """Read a Nikon XT/XTH scan.
 
     Parameters
@@ -247,8 +252,10 @@ def open_scan(path, *, angles_file=None, binning=1, flats=None, darks=None) -> S
         (``i·AngularStep``, ignoring angle files).
     binning : int or (rows, cols): average that many pixels (lazily; pixel sizes grow).
     flats, darks : reference images (a path, glob or list of TIFFs) instead of the
-        default: flats one constant frame at ``WhiteLevel`` (None without that key), no
-        darks.
+        default: flats one constant frame at ``WhiteLevel`` (None without that key, with
+        a warning), no darks.
+    white_level : the counts of the open beam (one constant flat frame) instead of
+        ``WhiteLevel``; not with ``flats=``.
 
     Returns a Scan: projections (views, rows, cols) in leap's detector order (the TIFFs
     flipped), ``angles`` as measured (degrees, Nikon's direction, without InitialAngle),
@@ -307,9 +314,18 @@ def open_scan(path, *, angles_file=None, binning=1, flats=None, darks=None) -> S
     flat_files, dark_files = reference_files(flats, folder), reference_files(darks, folder)
     flat_src, dark_src = (references(xtekct, f, k, raw, (br, bc))
                           for f, k in ((flat_files, "flats="), (dark_files, "darks=")))
-    if flat_src is None and flats is None and "WhiteLevel" in meta:
-        flat_src = Constant((1,) + projections.shape[1:],
-                            number(xtekct, meta, "WhiteLevel", positive=True))
+    if white_level is not None:
+        if flats not in (None, False):
+            raise ValueError("give flats= images or white_level=, not both")
+        flat_src = constant_flat(xtekct, projections.shape[1:], white_level, "white_level=")
+    elif flat_src is None and flats is None:
+        if "WhiteLevel" in meta:
+            flat_src = constant_flat(xtekct, projections.shape[1:],
+                                     number(xtekct, meta, "WhiteLevel", positive=True),
+                                     "WhiteLevel")
+        else:
+            warn_no_white_level(xtekct, "no WhiteLevel key and no flats=",
+                                "white_level= or flats=")
 
     nr, nc = projections.shape[1:]
     cc = binned_center(0.5 * (cols - 1) + dox / pw, bc)

@@ -24,7 +24,8 @@ Mapping to leap
 NXtomo                                   leap
 =======================================  ===================================================
 frames with ``image_key`` 0              projections; 1 flats, 2 darks; 3 and −1 skipped
-(``image_key_control`` 0 where present)
+(``image_key_control`` 0 where present;  (a file with neither, in the detector or an NXdata
+the detector's, else an NXdata group's)  group, is refused: NXtomo requires ``image_key``)
 flat/dark frame k                        ``flat_positions`` = (projections before it) − ½:
                                          flats before and after the scan are interpolated
                                          per view
@@ -58,8 +59,10 @@ not record.
 
 Options of :func:`open_scan`: ``entry`` (the NXentry to read when the file holds several,
 e.g. ``'entry0001'``), ``axis_position`` (the rotation axis in pixels from the detector
-centre along the detector's x, overriding ``x_rotation_axis_pixel_position``) and
-``pixel_size`` (mm, for files without one).
+centre along the detector's x, overriding ``x_rotation_axis_pixel_position``),
+``pixel_size`` (mm, for files without one) and ``white_level`` (the open beam's counts,
+one constant flat frame, for files without flats: image_key 1; without either, opening
+warns with a :class:`~leap.io.scanners.MissingWhiteLevelWarning`).
 """
 from __future__ import annotations
 
@@ -70,7 +73,8 @@ import numpy as np
 
 from ...geometry import ConeBeam, Detector, ParallelBeam
 from ..lazy import HDF5Source, Oriented, Selected
-from ._common import ScanFormatError, check_monotonic, default_system
+from ._common import (ScanFormatError, check_monotonic, default_system,
+                      warn_no_white_level, white_level as white_level_flat)
 from ._hdf5 import angle_unit, length_mm, probe, small_datasets, text
 from .scan import Scan
 
@@ -132,6 +136,30 @@ def _dataset(path, group, name, what=None):
     return group[name]
 
 
+def _frame_keys(path, ent, det):
+    """The dataset saying what each frame is: ``image_key_control`` (ESRF's extension,
+    with −1 alignment frames) or ``image_key`` of the detector, else of an NXdata group of
+    the entry (where NXtomo links them, and where some writers keep the only copy).
+
+    NXtomo requires ``image_key``: without it the flats and darks among the frames cannot
+    be told from the projections, so a file with none (a dangling link counts as none) is
+    refused rather than read as all projections."""
+    import h5py
+    groups = [det] + [g for g in ent.values()
+                      if isinstance(g, h5py.Group) and _nx_class(g) == "NXdata"]
+    for group in groups:
+        for name in ("image_key_control", "image_key"):
+            obj = group.get(name)            # None for a missing name or a dangling link
+            if isinstance(obj, h5py.Dataset):
+                return obj
+    where = ", ".join(g.name for g in groups)
+    raise ScanFormatError(path, f"the dataset {det.name}/image_key is missing (0 projection, "
+                          "1 flat, 2 dark for each frame of "
+                          f"{det.name}/data): NXtomo requires it, and without it the flats "
+                          "and darks cannot be told from the projections (looked for "
+                          f"image_key and image_key_control in {where})")
+
+
 def _positions(is_proj, which):
     """View positions of the frames ``which`` (a mask over the kept frames): the number of
     projections before each, less one half."""
@@ -140,7 +168,7 @@ def _positions(is_proj, which):
 
 
 def open_scan(path, *, entry: str | None = None, axis_position: float | None = None,
-              pixel_size: float | None = None) -> Scan:
+              pixel_size: float | None = None, white_level: float | None = None) -> Scan:
     """Read an NXtomo file (see the module docstring for the mapping).
 
     Parameters
@@ -153,6 +181,9 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
         meaning of ``x_rotation_axis_pixel_position``), overriding the file's.
     pixel_size : float, optional
         Pixel size in mm for files that give none.
+    white_level : float, optional
+        The counts of the open beam: one constant flat frame instead of the file's flats
+        (for files without image_key 1 frames).
     """
     import h5py
     path = os.fspath(path)
@@ -186,11 +217,9 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
             raise ScanFormatError(path, f"the dataset {data.name} must be 3-D (frames, rows, "
                                   f"columns), it is {data.shape}")
         nframes = data.shape[0]
-        if "image_key_control" in det:
-            key_ds = det["image_key_control"]
-        else:
-            key_ds = _dataset(path, det, "image_key", "0 projection, 1 flat, 2 dark")
+        key_ds = _frame_keys(path, ent, det)
         keys = np.asarray(key_ds[()]).astype(np.int64).ravel()
+        key_name = key_ds.name
         if keys.size != nframes:
             raise ScanFormatError(path, f"the dataset {key_ds.name} holds {keys.size} keys but "
                                   f"{data.name} holds {nframes} frames")
@@ -312,6 +341,12 @@ def open_scan(path, *, entry: str | None = None, axis_position: float | None = N
                 return sel
             return Oriented(sel, flip_rows=bool(ud), flip_cols=bool(reverse_cols))
 
-    return Scan(system=default_system(geo), projections=view(proj_idx), flats=view(flat_idx),
+    flats = view(flat_idx)
+    if white_level is not None:
+        flats, flat_pos = white_level_flat(path, (nrows, ncols), white_level,
+                                           "white_level="), None
+    elif flats is None:
+        warn_no_white_level(path, f"no frame of {key_name} is a flat (image_key 1)")
+    return Scan(system=default_system(geo), projections=view(proj_idx), flats=flats,
                 darks=view(dark_idx), angles=omega, metadata=meta, format=FORMAT, path=path,
                 flat_positions=flat_pos, dark_positions=dark_pos, angle_unit=unit)

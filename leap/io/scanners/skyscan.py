@@ -34,6 +34,9 @@ NRecon's axis shift, pixels)            (center_col = (cols − 1)/2)
 flat/dark reference images              flats, darks; ``FF updating interval`` gives
                                         the flats' view positions
 ``Reference Intensity``                 without reference images: one constant flat
+``Depth (bits)`` b ([Acquisition])      without reference images or ``Reference
+                                        Intensity``: one constant flat at 2**b (TIGRE's
+                                        ``BrukerDataLoader.py`` white level)
 =====================================  ==============================================
 
 What is not determined by a public source, and this reader's reading of it:
@@ -54,6 +57,13 @@ What is not determined by a public source, and this reader's reading of it:
   image files of the log's directory whose names start with ``flat``/``dark`` (after the
   prefix or without it), in name order; "FF updating interval" m is read as a flat taken
   every m views (flat k at view k·m);
+* the white level without reference images: ``white_level=`` (counts), else "Reference
+  Intensity", else 2**"Depth (bits)" (the usual SkyScan case: flat-corrected 16-bit
+  images with neither, air at about 65535; TIGRE's Python loader divides every image by
+  2**Depth, its MATLAB loader reads no white level). A log with none of them opens with
+  a :class:`~leap.io.scanners.MissingWhiteLevelWarning` naming ``white_level=``
+  (its attenuation would be −log of the counts); so does 2**Depth with "Flat Field
+  Correction=OFF" (raw images: the full scale is not the open beam);
 * "Camera X/Y Ratio", "Image Rotation", "Image crop origin X/Y" and the thermal-shift
   ``.csv`` (per-view detector shifts, which TIGRE's MATLAB loader adds): in ``metadata``
   or on disk only, not applied (TIGRE's Python loader also leaves the ratio at 1).
@@ -62,12 +72,15 @@ from __future__ import annotations
 
 import os
 import struct
+import warnings
 
 import numpy as np
 
 from ...geometry import ConeBeam, Detector
-from ..lazy import Constant, Source, normalize_key
-from ._common import ScanFormatError, check_monotonic, default_system, number
+from ..lazy import Source, normalize_key
+from ._common import (MissingWhiteLevelWarning, ScanFormatError, check_monotonic,
+                      default_system, number, warn_no_white_level,
+                      white_level as constant_flat)
 from .nikon import binned_center, oriented, read_ini, reference_files, references, stack
 from .scan import Scan
 
@@ -277,8 +290,16 @@ def _auto_references(folder, prefix, word, exclude):
     return out or None
 
 
+def _depth(path, keys) -> int:
+    """"Depth (bits)": the bits per pixel of the acquisition, a whole number 1..32."""
+    b = keys.integer("Depth (bits)")
+    if b > 32:
+        raise ScanFormatError(path, f"Depth (bits) = {b} is not a pixel depth (1 to 32)")
+    return b
+
+
 def open_scan(path, *, binning=1, flats=None, darks=None, pixel_size="image",
-              rotation_direction=None, postalignment=None) -> Scan:
+              rotation_direction=None, postalignment=None, white_level=None) -> Scan:
     """Read a Bruker SkyScan scan.
 
     Parameters
@@ -287,11 +308,14 @@ def open_scan(path, *, binning=1, flats=None, darks=None, pixel_size="image",
     binning : int or (rows, cols): average that many pixels (lazily; pixel sizes grow).
     flats, darks : reference images (a path, glob or list, relative to the log's
         directory) or False for none; default: ``flat*``/``dark*`` images found there (see
-        the module docstring), flats else one constant frame at "Reference Intensity".
+        the module docstring), flats else one constant frame at the white level.
     pixel_size : 'image' (from "Image Pixel Size (um)") or 'camera' ("Camera Pixel Size
         (um)" × "Camera binning").
     rotation_direction : 'CC' or 'CW' instead of the log's "Rotation Direction".
     postalignment : the rotation axis's shift (stored-image pixels) instead of the log's.
+    white_level : the counts of the open beam, one constant flat frame instead of the
+        reference images and the log's white level ("Reference Intensity", else
+        2**"Depth (bits)"); not with ``flats=`` images.
 
     Returns a Scan: projections (views, rows, cols) in leap's detector order (the images
     flipped), ``angles`` ``i·Rotation Step`` (degrees, SkyScan's direction), ``metadata``
@@ -360,9 +384,27 @@ def open_scan(path, *, binning=1, flats=None, darks=None, pixel_size="image",
         key = f"{name}=" if spec is not None else f"{name[:4]}* files"
         refs[name] = references(p, found, key, raw, (br, bc), read=images)
     positions = None
-    if refs["flats"] is None and flats is None and keys.get("Reference Intensity") is not None:
-        refs["flats"] = Constant((1,) + projections.shape[1:],
-                                 keys.number("Reference Intensity", positive=True))
+    if white_level is not None:
+        if flats not in (None, False):
+            raise ValueError("give flats= images or white_level=, not both")
+        refs["flats"] = constant_flat(p, projections.shape[1:], white_level, "white_level=")
+    elif refs["flats"] is None and flats is None:
+        if keys.get("Reference Intensity") is not None:
+            refs["flats"] = constant_flat(p, projections.shape[1:], keys.number(
+                "Reference Intensity", positive=True), "Reference Intensity")
+        elif keys.get("Depth (bits)") is not None:
+            refs["flats"] = constant_flat(p, projections.shape[1:], 2.0 ** _depth(p, keys),
+                                          "2**Depth (bits)")
+            if str(keys.get("Flat Field Correction", default="")).strip().upper() == "OFF":
+                # Raw images: full scale is not the open beam (air lies below it, so the
+                # line integrals carry an offset); the flat images are likely missing.
+                warnings.warn(f"{p}: Flat Field Correction=OFF and no flat* images: the "
+                              "white level is taken as 2**Depth (bits), the full scale, "
+                              "not the open beam's counts; pass flats= or white_level=",
+                              MissingWhiteLevelWarning, stacklevel=2)
+        else:
+            warn_no_white_level(p, "no flat* images, no 'Reference Intensity' or 'Depth "
+                                "(bits)' in the log", "white_level= or flats=")
     elif refs["flats"] is not None and refs["flats"].shape[0] > 1:
         every = keys.number("FF updating interval", default=0.0)     # flats every m views
         positions = np.arange(refs["flats"].shape[0]) * every if every > 0 else None

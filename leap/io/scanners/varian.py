@@ -91,7 +91,7 @@ from ...geometry.conventions import default_volume, volume_from_leap
 from ...system import CTSystem, FBPOptions
 from ...weights import angular_range_degrees
 from ..lazy import Source, normalize_key
-from ._common import ScanFormatError, check_monotonic, number
+from ._common import ScanFormatError, check_monotonic, number, warn_no_white_level
 from ._hnd import read_hnd, write_hnd
 from ._xim import read_xim, write_xim
 from .scan import Scan
@@ -456,6 +456,9 @@ def _open_truebeam(folder, convention, air, normalise, offset_scan, detector_off
                                       f"pixels, the projections {nc} x {nr}")
             air_scale.append(_dose(f, props.get("KVNormChamber"), "KVNormChamber", normalise))
         flats = VarianFrames(air_files, "xim", nr, nc, air_scale, *flips)
+    else:
+        warn_no_white_level(xml, "no air scans under Calibrations/AIR-* and no air=",
+                            "air= (the air-scan files)", stacklevel=4)
     dose = np.array([float(np.ravel(pr.get("KVNormChamber", np.nan))[0]) for _, pr in pairs])
     metadata = dict(meta, KVSourceRtn=source, GantryRtn=gantry, detector_lat_mm=lat,
                     detector_lng_mm=lng, dose=dose, air_files=air_files,
@@ -515,6 +518,9 @@ def _open_obi(folder, air, normalise, offset_scan, detector_offsets, min_angle_s
                                       f"the projections {nc} x {nr}")
             air_scale.append(_dose(f, h["CTNormChamber"], "CTNormChamber", normalise))
         flats = VarianFrames(given, "hnd", nr, nc, air_scale)
+    else:
+        warn_no_white_level(xml, "no air scans under Calibrations/AIR-* and no air=",
+                            "air= (the air-scan files)", stacklevel=4)
     per_view = {k: np.array([h[k] for h in heads]) for k in
                 ("GantryRtn", "IDUPosLat", "IDUPosLng", "IDUPosVrt", "CTProjectionAngle",
                  "CTNormChamber")}

@@ -30,7 +30,9 @@ Xradia stream                             leap
 ========================================  =================================================
 ``ImageData*/Image*`` (rows as stored)    projections (lazy); stored row 0 is the lowest
                                           (+z upwards, as CIL's bottom-left origin)
-``ReferenceData/Image``                   flats (one frame); no darks
+``ReferenceData/Image``                   flats (one frame); no darks. Without it, the
+                                          ``white_level=`` option (counts of the open
+                                          beam), else a MissingWhiteLevelWarning
 ``ImageInfo/Angles`` θ (degrees)          ψ = −θ (radians): CIL turns the system by −θ
 ``|StoRADistance[0]|`` S,                 sod = S, sdd = S + D (mm)
 ``|DtoRADistance[0]|`` D
@@ -48,7 +50,8 @@ of the rotation axis from the image centre towards higher column indices (the op
 not all zero); source and detector distances that change between views are reported
 the same way (the first values are used, as CIL does).
 
-Options of :func:`open_scan`: ``center_shift`` (pixels, overrides the file's).
+Options of :func:`open_scan`: ``center_shift`` (pixels, overrides the file's) and
+``white_level`` (the open beam's counts, one constant flat, instead of the reference).
 """
 from __future__ import annotations
 
@@ -60,7 +63,8 @@ import numpy as np
 
 from ...geometry import ConeBeam, Detector, ParallelBeam
 from ..lazy import Source, normalize_key
-from ._common import ScanFormatError, check_monotonic, default_system
+from ._common import (ScanFormatError, check_monotonic, default_system,
+                      warn_no_white_level, white_level as white_level_flat)
 from .scan import Scan
 
 FORMAT = "zeiss"
@@ -182,7 +186,8 @@ def _stream(ole, path, name, fmt, count=None, required=True):
     return v if count is None else v[:count]
 
 
-def open_scan(path, *, center_shift: float | None = None) -> Scan:
+def open_scan(path, *, center_shift: float | None = None,
+              white_level: float | None = None) -> Scan:
     """Read a Zeiss Xradia ``.txrm`` (see the module docstring for the mapping).
 
     Parameters
@@ -190,6 +195,9 @@ def open_scan(path, *, center_shift: float | None = None) -> Scan:
     center_shift : float, optional
         Offset of the rotation axis from the image centre, pixels (overrides
         ``ReconSettings/CenterShift``).
+    white_level : float, optional
+        The counts of the open beam: one constant flat frame instead of
+        ``ReferenceData/Image`` (for files without one).
     """
     try:
         import olefile
@@ -294,6 +302,10 @@ def open_scan(path, *, center_shift: float | None = None) -> Scan:
                                       "mixed shapes")
             ref = OLEImages(path, ["ReferenceData/Image"], (height, width), rtype)
 
+    if white_level is not None:
+        ref = white_level_flat(path, (height, width), white_level, "white_level=")
+    elif ref is None:
+        warn_no_white_level(path, "no ReferenceData/Image stream")
     psi = -np.deg2rad(theta)
     detector = Detector(num_rows=height, num_cols=width, pixel_height=p_det, pixel_width=p_det,
                         center_col=0.5 * (width - 1) + center_shift)
