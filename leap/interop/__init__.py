@@ -9,5 +9,7 @@ without the peer installed. Each function's docstring gives the convention chain
 the public document or code it follows.
 """
 from .astra import from_astra, from_astra_data, to_astra, to_astra_data
+from .tigre import from_tigre, to_tigre
 
-__all__ = ["from_astra", "to_astra", "from_astra_data", "to_astra_data"]
+__all__ = ["from_astra", "to_astra", "from_astra_data", "to_astra_data", "from_tigre",
+           "to_tigre"]
