@@ -9,7 +9,8 @@ without the peer installed. Each function's docstring gives the convention chain
 the public document or code it follows.
 """
 from .astra import from_astra, from_astra_data, to_astra, to_astra_data
+from .cil import from_cil, to_cil
 from .tigre import from_tigre, to_tigre
 
 __all__ = ["from_astra", "to_astra", "from_astra_data", "to_astra_data", "from_tigre",
-           "to_tigre"]
+           "to_tigre", "from_cil", "to_cil"]

@@ -96,7 +96,8 @@ def fan_from_vectors(sources, centers, u, num_cols: int, pixel_height: float) ->
     coordinate ``(i − center_col)·pixel_width`` from the central ray's foot. So
     ψ = atan2(u_y, u_x), ``sod = −src·ray``, ``sdd = (centre − src)·ray``,
     ``tau = −src·θ⊥`` and ``center_col = (n−1)/2 + (src − centre)·θ⊥/|u|``; these must be
-    the same in every view, with the detector beyond the axis (sdd > sod > 0).
+    the same in every view, with the detector beyond the axis (sdd > sod > 0). The
+    angles are unwrapped from the first one's value in (−π, π].
     """
     u_hat, pw = common_length("the detector column steps u", u)
     psi = np.unwrap(np.arctan2(u_hat[:, 1], u_hat[:, 0]))
@@ -128,6 +129,7 @@ def parallel_from_vectors(rays, centers, u, v, num_rows: int,
     beam has rays in the xy plane, rows along +z and columns along θ⊥ = u⊥/|u⊥|
     (ψ = atan2), pixel i at ``(i − center_col)·|u⊥|`` from the ray through the z axis:
     ``center_col = (n−1)/2 − centre·θ⊥/|u⊥|``, ``center_row = (m−1)/2 − centre_z/|v|``.
+    The angles are unwrapped from the first one's value in (−π, π].
     """
     r_hat = rays / np.linalg.norm(rays, axis=1, keepdims=True)
     v_hat, ph = common_length("the detector row steps v", v)
@@ -164,3 +166,27 @@ def parallel_vectors(geometry: ParallelBeam) -> tuple[np.ndarray, ...]:
     centers = (((0.5 * (d.num_cols - 1) - d.center_col) * d.pixel_width) * col
                + ((0.5 * (d.num_rows - 1) - d.center_row) * d.pixel_height) * zhat)
     return rays, centers, d.pixel_width * col, d.pixel_height * np.array(zhat)
+
+
+def cone_from_vectors(sources, centers, u, v, num_rows: int, num_cols: int):
+    """A circular :class:`~leap.geometry.ConeBeam` with exactly these vectors, or None.
+
+    Needs rows along +z (``v = (0, 0, |v|)``), the sources in the plane z = 0 and every
+    module centre at one height: then the in-plane vectors are a fan beam
+    (:func:`fan_from_vectors`) and ``center_row = (m−1)/2 − centre_z/|v|``.
+    """
+    v_hat, ph = common_length("the detector row steps v", v)
+    if np.max(np.abs(v_hat - (0.0, 0.0, 1.0))) > RTOL or np.max(np.abs(sources[:, 2])) > \
+            RTOL * float(np.max(np.abs(sources))):
+        return None
+    if np.max(np.abs(u[:, 2])) > RTOL * float(np.max(np.linalg.norm(u, axis=1))):
+        return None
+    if not same(centers[:, 2], ph * num_rows):
+        return None
+    fan = fan_from_vectors(sources[:, :2], centers[:, :2], u[:, :2], num_cols, ph)
+    if fan is None:
+        return None
+    from ..geometry import ConeBeam
+    det = fan.detector.with_changes(num_rows=num_rows,
+                                    center_row=0.5 * (num_rows - 1) - float(np.mean(centers[:, 2])) / ph)
+    return ConeBeam(detector=det, angles=fan.angles, sod=fan.sod, sdd=fan.sdd, tau=fan.tau)
