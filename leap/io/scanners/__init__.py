@@ -17,7 +17,7 @@ import os
 from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
-READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "dicom_ct_pd", "astra_vectors")
+READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "astra_vectors", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
