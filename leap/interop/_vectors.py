@@ -187,6 +187,6 @@ def cone_from_vectors(sources, centers, u, v, num_rows: int, num_cols: int):
     if fan is None:
         return None
     from ..geometry import ConeBeam
-    det = fan.detector.with_changes(num_rows=num_rows,
-                                    center_row=0.5 * (num_rows - 1) - float(np.mean(centers[:, 2])) / ph)
+    center_row = 0.5 * (num_rows - 1) - float(np.mean(centers[:, 2])) / ph
+    det = fan.detector.with_changes(num_rows=num_rows, center_row=center_row)
     return ConeBeam(detector=det, angles=fan.angles, sod=fan.sod, sdd=fan.sdd, tau=fan.tau)

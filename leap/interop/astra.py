@@ -22,8 +22,9 @@ Facts from astra-toolbox (``python/astra/creators.py``: the dict keys;
   (ASTRA's ray vector (sin θ, −cos θ) is the same line as leap's +y ray).
 * Detector pixels: ASTRA's vector geometries centre pixel ``(row r, col c)`` at
   ``d + (c − ncols/2 + ½)·u + (r − nrows/2 + ½)·v`` (d the detector centre, u and v one
-  pixel step), which is leap's :class:`~leap.geometry.ModularBeam` with pixel sizes |u|,
-  |v| (``leap.interop._vectors``). Row 0 is at the bottom (−z side) in both.
+  pixel step), which is leap's :class:`~leap.geometry.ModularBeam` with pixel sizes the
+  lengths of u and v (``leap.interop._vectors``). Row 0 is at the bottom (−z side) in
+  both.
 * Arrays: ASTRA 3-D projection data are ``(det_rows, angles, det_cols)``, 2-D sinograms
   ``(angles, det_cols)``; leap's ``(angles, rows, cols)`` (a 2-D sinogram is one row).
   ASTRA 3-D volumes are ``(slices, rows, cols)`` = (z, y, x) with every index increasing
@@ -39,28 +40,30 @@ Facts from astra-toolbox (``python/astra/creators.py``: the dict keys;
 
 Which leap class each type becomes
 ----------------------------------
-=================  ================================================================
-ASTRA type          leap geometry
-=================  ================================================================
-``parallel``        :class:`~leap.geometry.ParallelBeam`, one row
-``parallel_vec``    ParallelBeam (obliquely sampled lines included); vectors no
-                    parallel beam holds (rays leaving the xy plane, per-view column
-                    offsets) only with ``approximate_parallel=True``: a
-                    ModularBeam with the source far away (ParallelBeam.to_modular's rule)
-``fanflat``         :class:`~leap.geometry.FanBeam`, one row
-``fanflat_vec``     FanBeam when the vectors are a circular orbit (detector and axis
-                    offsets included), else a one-row ModularBeam (exact for a slice
-                    between source and detector: its footprint covers the row)
-``parallel3d``      ParallelBeam
-``parallel3d_vec``  as ``parallel_vec``
-``cone``            :class:`~leap.geometry.ConeBeam` (flat detector)
-``cone_vec``        :class:`~leap.geometry.ModularBeam`
-=================  ================================================================
+====================  ==============================================================
+ASTRA type            leap geometry
+====================  ==============================================================
+``parallel``          :class:`~leap.geometry.ParallelBeam`, one row
+``parallel_vec``      ParallelBeam (obliquely sampled lines included); vectors no
+                      parallel beam holds (rays leaving the xy plane, per-view column
+                      offsets) only with ``approximate_parallel=True``: a
+                      ModularBeam with the source far away (ParallelBeam.to_modular's
+                      rule)
+``fanflat``           :class:`~leap.geometry.FanBeam`, one row
+``fanflat_vec``       FanBeam when the vectors are a circular orbit (detector and axis
+                      offsets included), else a one-row ModularBeam (exact for a slice
+                      between source and detector: its footprint covers the row)
+``parallel3d``        ParallelBeam
+``parallel3d_vec``    as ``parallel_vec``
+``cone``              :class:`~leap.geometry.ConeBeam` (flat detector)
+``cone_vec``          :class:`~leap.geometry.ModularBeam`
+====================  ==============================================================
 
 :func:`to_astra` gives back the standard type where the leap geometry has one (centred
 detector, no axis offset, tilt or helix), else the ``_vec`` type, exactly; leap
-geometries ASTRA has no form for (curved detectors, helical cone-parallel, multi-row
-fan beams, flying focal spots are fine as cone_vec) raise ValueError naming them.
+geometries ASTRA has no form for (curved detectors, cone-parallel beams, multi-row fan
+beams) raise ValueError naming them; helical and flying-focal-spot cone beams go out as
+``cone_vec``.
 """
 from __future__ import annotations
 

@@ -188,7 +188,8 @@ def _volume(image_geometry, offset) -> Volume | None:
     if image_geometry is None:
         return None
     ig = image_geometry
-    nx, ny = int(_get(ig, "voxel_num_x", "ImageGeometry")), int(_get(ig, "voxel_num_y", "ImageGeometry"))
+    nx = int(_get(ig, "voxel_num_x", "ImageGeometry"))
+    ny = int(_get(ig, "voxel_num_y", "ImageGeometry"))
     nz = int(getattr(ig, "voxel_num_z", 0) or 0)
     sx, sy = float(ig.voxel_size_x), float(ig.voxel_size_y)
     sz = float(getattr(ig, "voxel_size_z", sx) or sx)
@@ -217,7 +218,7 @@ def from_cil(acquisition_geometry, image_geometry=None, *, frame: str = "cil",
         ``center_x/y/z``); None: leap's default volume.
     frame : 'cil' (the frame of CIL's ASTRA plugin, default) or 'tigre' (its TIGRE
         plugin's); see the module docstring.
-    approximate_parallel : as in :func:`leap.interop.from_astra`.
+    approximate_parallel : as in :func:`leap.interop.astra.from_astra`.
 
     Returns a CTSystem: ConeBeam / FanBeam / ParallelBeam where the aligned system is
     one (axis along z, detector rows along it, offsets allowed), ModularBeam otherwise;

@@ -86,8 +86,9 @@ def _per_view(geo, name, n, width, default):
 def _pair_or_triple(geo, name, k, positive=False, integer=False):
     a = np.array(_field(geo, name), dtype=np.float64).ravel()
     if a.size != k or not np.all(np.isfinite(a)) or (positive and not np.all(a > 0)):
-        raise ValueError(f"TIGRE field {name} must hold {k} finite{' positive' if positive else ''} "
-                         f"numbers, got {_field(geo, name)!r}")
+        kind = "finite positive" if positive else "finite"
+        raise ValueError(f"TIGRE field {name} must hold {k} {kind} numbers, got "
+                         f"{_field(geo, name)!r}")
     if integer and not np.all(a == np.round(a)):
         raise ValueError(f"TIGRE field {name} must hold whole numbers, got {a}")
     return a
@@ -197,7 +198,7 @@ def from_tigre(geo, angles=None, *, approximate_parallel: bool = False) -> CTSys
     angles : (N,) radians, or (N, 3) Euler angles (α, θ, ψ); None: ``geo.angles``.
     approximate_parallel : parallel-mode detectors turned out of the leap parallel
         beam's form (pitch or yaw) as a modular beam with distant sources (see
-        :func:`leap.interop.from_astra`); default ValueError.
+        :func:`leap.interop.astra.from_astra`); default ValueError.
 
     Returns a CTSystem (see the module docstring for the mapping): a ConeBeam (tilted or
     helical where TIGRE's fields say so) or ParallelBeam where the fields fit one, a

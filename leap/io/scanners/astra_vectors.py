@@ -10,7 +10,7 @@ and its documentation of ``cone_vec``): source ``(srcX, srcY, srcZ)``, detector 
 ``(dX, dY, dZ)``, the step ``u`` from detector pixel (0, 0) to (0, 1) and the step ``v``
 from (0, 0) to (1, 0), in mm. Pixel (row r, col c) is centred at
 ``d + (c − ncols/2 + ½)u + (r − nrows/2 + ½)v``: exactly a leap
-:class:`~leap.geometry.ModularBeam` (:func:`leap.interop.from_astra` gives the chain).
+:class:`~leap.geometry.ModularBeam` (:func:`leap.interop.astra.from_astra` gives the chain).
 A projection image, once put in ASTRA's orientation, is the detector's ``(rows, cols)``
 with row r along v and column c along u, which is leap's detector order, so leap's
 projections are those images (with ``transpose`` / ``flip_rows`` / ``flip_cols`` applied
