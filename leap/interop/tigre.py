@@ -213,15 +213,18 @@ def from_tigre(geo, angles=None, *, approximate_parallel: bool = False) -> CTSys
     ref = org[0].copy()
     helical = None
     if not same(org[:, 2], 1.0):
-        # a helix: only z moves, linearly with α
+        # a helix: only z moves, linearly with α (a least-squares line, then checked)
         a = eul[:, 0]
         if (same(org[:, 0], 1.0) and same(org[:, 1], 1.0) and np.all(eul[:, 1:] == 0)
                 and n > 2 and np.ptp(a) > 0):
-            slope = (org[-1, 2] - org[0, 2]) / (a[-1] - a[0])
-            line = org[0, 2] + slope * (a - a[0])
+            slope = float(np.sum((a - a.mean()) * (org[:, 2] - org[:, 2].mean()))
+                          / np.sum((a - a.mean()) ** 2))
+            line = org[:, 2].mean() + slope * (a - a.mean())
             if np.max(np.abs(line - org[:, 2])) <= RTOL * max(1.0, np.max(np.abs(org[:, 2]))):
                 helical = -slope
-                ref[2] = 0.5 * (org[0, 2] + org[-1, 2])
+                # the volume where the source is at z = 0: ψ_mid, the mean of the first
+                # and last angle (leap's ConeBeam default)
+                ref[2] = org[:, 2].mean() + slope * (0.5 * (a[0] + a[-1]) - a.mean())
         if helical is None:
             ref = org.mean(axis=0)
     elif not (same(org[:, 0], 1.0) and same(org[:, 1], 1.0)):
