@@ -172,10 +172,17 @@ def tigre_vectors(geo, angles=None) -> dict:
 
 def _volume(geo, offset_xyz) -> Volume:
     nz, ny, nx = _pair_or_triple(geo, "nVoxel", 3, positive=True, integer=True)
-    if (geo.get("dVoxel") if isinstance(geo, dict) else getattr(geo, "dVoxel", None)) is None:
-        d = _pair_or_triple(geo, "sVoxel", 3, positive=True) / np.array([nz, ny, nx])
+    has = (lambda k: (geo.get(k) if isinstance(geo, dict) else getattr(geo, k, None))
+           is not None)
+    n = np.array([nz, ny, nx])
+    if not has("dVoxel"):
+        d = _pair_or_triple(geo, "sVoxel", 3, positive=True) / n
     else:
         d = _pair_or_triple(geo, "dVoxel", 3, positive=True)
+        if has("sVoxel"):             # TIGRE's check_geo asks nVoxel·dVoxel = sVoxel
+            s = _pair_or_triple(geo, "sVoxel", 3, positive=True)
+            if np.max(np.abs(n * d - s)) > 1e-6 * np.max(s):
+                raise ValueError(f"TIGRE nVoxel·dVoxel ({n * d}) is not sVoxel ({s})")
     dz, dy, dx = d
     if abs(dx - dy) > 1e-6 * max(dx, dy):
         raise ValueError(f"TIGRE dVoxel has x size {dx:g} and y size {dy:g}; leap's voxels "

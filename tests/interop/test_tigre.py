@@ -184,6 +184,8 @@ def test_bad_tigre_input_raises_naming_it():
         from_tigre(base_geo(DSD=50.0), ANG)
     with pytest.raises(ValueError, match=r"offDetector must have 2 value\(s\) or one row per angle"):
         from_tigre(base_geo(offDetector=np.zeros((3, 2))), ANG)
+    with pytest.raises(ValueError, match="is not sVoxel"):
+        from_tigre(base_geo(sVoxel=np.array([8.0, 16.0, 15.0])), ANG)
     with pytest.raises(ValueError, match="square in x-y"):
         from_tigre(base_geo(dVoxel=np.array([1.0, 1.0, 2.0])), ANG)
     with pytest.raises(ValueError, match=r"\(N, 3\) Euler angles"):
