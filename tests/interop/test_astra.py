@@ -15,7 +15,7 @@ from leap.geometry import ConeBeam, Detector, FanBeam, ModularBeam, ParallelBeam
 from leap.interop import from_astra, from_astra_data, to_astra, to_astra_data
 from leap.interop.astra import volume_from_astra, volume_to_astra
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject, ray_trace, rotation_matrix
-from leap.system import CTSystem
+from leap.system import CTSystem, FBPOptions
 
 ANGLES = np.linspace(0.1, 2 * np.pi + 0.1, 7, endpoint=False)
 
@@ -372,7 +372,7 @@ def test_projections_agree_with_astra_cpu(kind):
     ref = from_astra_data(sino, pg)
     err = np.linalg.norm(g - ref) / np.linalg.norm(ref)
     # the two discretisations (leap's footprints, ASTRA's strip/line kernels) differ by
-    # ~0.05 % (strip) and ~0.3 % (line) on this smooth object; a mirror image ~50 %
+    # ~0.2 % (strip) and ~0.7 % (line) on this smooth object; a mirror image ~50 %
     assert err < 0.01, err
     flipped = system.project(np.ascontiguousarray(from_astra_data(img, vg)[:, ::-1]))
     assert np.linalg.norm(flipped - ref) / np.linalg.norm(ref) > 0.2
@@ -399,14 +399,15 @@ def test_fbp_of_astra_sinogram_is_as_good_as_astras():
         astra.algorithm.delete(aid)
         astra.data2d.delete([sid, rid])
         astra.projector.delete(pid)
-    system = from_astra(pg, vg)
+    # ASTRA's FBP filters with Ram-Lak: leap's ramp filter 12
+    system = from_astra(pg, vg).with_changes(fbp_options=FBPOptions(ramp_filter=12))
     rec_leap = to_astra_data(system.fbp(from_astra_data(sino, pg)), vg)
     inner = (xx - 24) ** 2 + (yy - 24) ** 2 < 21 ** 2
 
     def err(r):
         return np.linalg.norm((r - img)[inner]) / np.linalg.norm(img[inner])
 
-    # leap's default (Shepp-Logan) ramp is a little smoother than ASTRA's Ram-Lak
-    assert err(rec_leap) < 1.2 * err(rec_astra), (err(rec_leap), err(rec_astra))
-    assert err(rec_leap) < 0.15
+    # measured: leap 0.0955, ASTRA 0.0976 (relative L2 inside the disc)
+    assert err(rec_leap) < 1.05 * err(rec_astra), (err(rec_leap), err(rec_astra))
+    assert err(rec_leap) < 0.12
     assert err(rec_leap[::-1]) > 0.3
