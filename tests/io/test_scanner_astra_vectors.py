@@ -121,7 +121,7 @@ def test_walnut_original_geometry_and_options(tmp_path):
     scan = open_scan(tmp_path, format="walnut")
     assert scan.metadata["vectors_file"].endswith("scan_geom_original.geom")
     # keep the repeated view: one more vector than the files used
-    scan2 = open_scan(tmp_path, drop_repeated_view=False)
+    scan2 = open_scan(tmp_path, drop_last_view=False)
     assert scan2.system.geometry.num_angles == THETA.size + 1
 
 
@@ -181,8 +181,8 @@ def test_bad_vector_folders_raise(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no projection files match 'none_\*.tif'"):
         open_scan(tmp_path, projections="none_*.tif")
     vec = cone_vec()
-    np.savetxt(tmp_path / "many.geom", np.vstack([vec[:-1], vec[:-1]]))
-    with pytest.raises(ScanFormatError, match="describes 180 views but only 91 projection"):
+    np.savetxt(tmp_path / "many.geom", np.vstack([vec[:-1], vec[:-1]]))     # 180 lines, the last dropped
+    with pytest.raises(ScanFormatError, match="describes 179 views but only 91 projection"):
         open_scan(tmp_path, vectors="many.geom")
     vec[4, 6:9] *= 1.5
     np.savetxt(tmp_path / "pix.geom", vec)

@@ -26,8 +26,8 @@ averaged), the vectors ``scan_geom_corrected.geom`` (calibrated; else
 ``scan_geom_original.geom``) and ``scan_settings.txt``. Its conventions, as that script
 applies them:
 
-* the vectors file has one line more than there are views: the last view repeats the
-  first angle and is dropped;
+* the vectors file has one line more than there are views: the last line repeats the
+  first angle, and the script drops it (``vecs[range(0, 1200)]``) whatever its digits;
 * the images are stored in portrait mode: ASTRA's detector image is
   ``transpose(flipud(stored))`` (``flip_rows=True, transpose=True``);
 * the projection files are in the reverse order of the vectors: view k is the file
@@ -173,7 +173,7 @@ def _settings(folder) -> dict:
 # --------------------------------------------------------------------------- reader
 def open_scan(path, *, vectors=None, projections=None, flats=None, darks=None,
               transpose=None, flip_rows=None, flip_cols=False, reverse=None,
-              drop_repeated_view=None) -> Scan:
+              drop_last_view=None) -> Scan:
     """Read a folder of projections with an ASTRA ``cone_vec`` vectors file.
 
     Parameters
@@ -190,16 +190,16 @@ def open_scan(path, *, vectors=None, projections=None, flats=None, darks=None,
         walnut folder, as stored otherwise.
     reverse : the projection files are in the reverse order of the vectors (view k is
         file n − 1 − k). Default: True in the walnut layout, else False.
-    drop_repeated_view : drop the vectors file's last line when it repeats the first
-        (a full turn that ends where it began). Default: True in the walnut layout.
+    drop_last_view : drop the vectors file's last line (the walnut layout's repeat of
+        the first view). Default: True in the walnut layout, else False.
 
     Returns a Scan: a :class:`~leap.geometry.ModularBeam` with LEAP's default volume,
     lazy raw projections (views, rows, cols) in leap's detector order, flats and darks
     (averaged by :meth:`Scan.attenuation`), ``angles`` the view angles ψ (radians) that
     leap assigns the vectors, ``metadata`` the walnut ``scan_settings.txt`` where there
-    is one. The number of views is the number of vectors (after the repeated one is
-    dropped); there must be at least that many projection files (the first ones, in
-    file-name order, are used).
+    is one. The number of views is the number of vectors (after the last one is
+    dropped, for the walnut layout); there must be at least that many projection files
+    (the first ones, in file-name order, are used).
     """
     p = os.fspath(path)
     if os.path.isfile(p) and vectors is None:
@@ -215,12 +215,10 @@ def open_scan(path, *, vectors=None, projections=None, flats=None, darks=None,
     else:
         vfile = os.path.join(p, os.fspath(vectors))
     vec = read_vectors(vfile)
-    if drop_repeated_view is None:
-        drop_repeated_view = walnut
-    if drop_repeated_view and vec.shape[0] > 1:
-        scale = max(1.0, float(np.max(np.abs(vec[0]))))
-        if np.max(np.abs(vec[-1] - vec[0])) <= 1e-6 * scale:
-            vec = vec[:-1]
+    if walnut if drop_last_view is None else drop_last_view:
+        if vec.shape[0] < 2:
+            raise ScanFormatError(vfile, "holds one view; drop_last_view would leave none")
+        vec = vec[:-1]
     n = vec.shape[0]
 
     proj_files = _files(p, WALNUT_PROJECTIONS if projections is None else projections,
