@@ -19,7 +19,7 @@ from .scan import Scan
 
 #: Reader modules, in the order :func:`open_scan` tries them.
 READERS = ("nikon", "skyscan", "nxtomo", "dxchange", "zeiss", "elekta", "yxlon", "diondo",
-           "varian", "raw_hdf5", "dicom_ct_pd")
+           "varian", "raw_hdf5", "astra_vectors", "dicom_ct_pd")
 #: Format names accepted by ``open_scan(..., format=)``, and their modules.
 FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo": "nxtomo",
            "nexus": "nxtomo", "dxchange": "dxchange", "zeiss": "zeiss", "xradia": "zeiss",
@@ -27,7 +27,8 @@ FORMATS = {"nikon": "nikon", "skyscan": "skyscan", "bruker": "skyscan", "nxtomo"
            "dicomctpd": "dicom_ct_pd",
            "elekta": "elekta", "xvi": "elekta", "yxlon": "yxlon",
            "diondo": "diondo", "varian": "varian", "truebeam": "varian",
-           "halcyon": "varian", "obi": "varian", "hdf5": "raw_hdf5"}
+           "halcyon": "varian", "obi": "varian", "hdf5": "raw_hdf5",
+           "astra": "astra_vectors", "walnut": "astra_vectors"}
 
 
 def _reader(name):
@@ -39,8 +40,10 @@ def open_scan(path, format: str | None = None, **options) -> Scan:
 
     The format is detected from the path (``format=`` names it instead: 'nikon',
     'skyscan', 'nxtomo', 'dxchange', 'zeiss', 'elekta', 'yxlon', 'diondo', 'varian',
-    'dicom-ct-pd', 'hdf5'); ``options`` go to the reader (see each reader's
-    ``open_scan``). ``format='hdf5'`` reads a raw NeXus / HDF5
+    'dicom-ct-pd', 'hdf5', 'astra', 'walnut'); ``options`` go to the reader (see each
+    reader's ``open_scan``). ``format='astra'`` reads a folder of projections with a
+    per-view ASTRA vectors file (:mod:`leap.io.scanners.astra_vectors`); the CWI walnut
+    layout is detected. ``format='hdf5'`` reads a raw NeXus / HDF5
     file by paths inside it (:mod:`leap.io.scanners.raw_hdf5`: ``data=``, ``image_key=``,
     ``angles=``, ``flats=``, ``darks=``, ``pixel_size=``, ``angle_unit=``; external links
     are followed when the data are read); a file with no NXtomo entry but an NXdata
