@@ -39,13 +39,11 @@ _key_of: dict[int, tuple] = {}
 
 
 def _digest(system) -> str:
-    """A digest of the system's content: its pickle, large arrays hashed in place."""
-    buffers = []
-    head = pickle.dumps(system, protocol=5, buffer_callback=buffers.append)
-    h = hashlib.blake2b(head, digest_size=12)
-    for b in buffers:
-        h.update(b.raw())
-    return "cts-" + h.hexdigest()
+    """A digest of the system's content: its pickle. Protocol 4, whose arrays carry no
+    read-only flag (protocol 5's out-of-band buffers do, and a system's frozen arrays
+    come back writeable from a copy, which would give equal systems two keys)."""
+    return "cts-" + hashlib.blake2b(pickle.dumps(system, protocol=4),
+                                    digest_size=12).hexdigest()
 
 
 def _forget(key, ident, ref):

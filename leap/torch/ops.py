@@ -58,12 +58,14 @@ def _in_functorch() -> bool:
 
 
 def _loop_vmap(op, in_dims, args):
-    """vmap by looping over the mapped dimension (all mapped args have the same size)."""
-    size = next(a.shape[d] for a, d in zip(args, in_dims) if d is not None)
+    """vmap by looping over the mapped dimension (all mapped args have the same size;
+    a list argument's in_dims entry is a list of Nones)."""
+    mapped = [isinstance(d, int) for d in in_dims]
+    size = next(a.shape[d] for a, d, m in zip(args, in_dims, mapped) if m)
     outs = []
     for i in range(size):
-        outs.append(op(*(a.select(d, i) if d is not None else a
-                         for a, d in zip(args, in_dims))))
+        outs.append(op(*(a.select(d, i) if m else a
+                         for a, d, m in zip(args, in_dims, mapped))))
     if isinstance(outs[0], (tuple, list)):
         return tuple(torch.stack(o) for o in zip(*outs)), (0,) * len(outs[0])
     return torch.stack(outs), 0
@@ -196,7 +198,7 @@ def _modular_op(kind):
     op.register_autograd(_modular_backward(kind), setup_context=_modular_setup)
 
     def vmap_rule(info, in_dims, x, *rest):
-        if all(d is None for d in in_dims[1:5]):
+        if all(d is None for d in in_dims[1:5]):   # one geometry: fold into the batch
             if in_dims[0] is None:
                 return op(x, *rest), None
             return op(x.movedim(in_dims[0], 0), *rest), 0
