@@ -14,7 +14,7 @@ systems weakly: an entry lives as long as something holds its system (a module's
 facade caches it; an autograd graph's context holds the system it ran on), so a
 registry of many passing geometries does not grow.
 
-:func:`facade_key` is the torch modules' way in. It is called by ``torch.compile``'s
+``facade_key`` is the torch modules' way in. It is called by ``torch.compile``'s
 Dynamo *at trace time*, not traced (``torch.compiler.assume_constant_result``), with the
 facade's version number as an argument on which Dynamo guards: a change made through
 ``module.leapct.set_*`` bumps the version and so recompiles with the new key, and

@@ -1,24 +1,22 @@
 """leap's operators as PyTorch custom ops: ``torch.ops.leap.*``.
 
-Registered with :func:`torch.library.custom_op`, so ``torch.compile`` (Dynamo and
+Registered with ``torch.library.custom_op``, so ``torch.compile`` (Dynamo and
 Inductor), ``torch.export`` and AOTAutograd see each as one opaque node with a fake
 (meta) implementation for its shapes, instead of tracing into Numba:
 
-====================================  =====================================================
-op                                    computes
-====================================  =====================================================
-``leap::project(x, system)``          projections of volumes ``(*batch, nz, ny, nx)``
-``leap::backproject(x, system)``      the matched back-projection of ``(*batch, na, nr, nc)``
-``leap::fbp(x, system)``              FBP of projections
-``leap::fbp_adjoint(x, system)``      the exact adjoint of FBP, volumes → projections
-``leap::modular_project(f, s, c, r,   projection through a modular beam given as four
-col, detector, volume)``              ``(views, 3)`` tensors (differentiable in them)
-``leap::modular_backproject(...)``    its transpose
-``leap::modular_geometry_vjp(f, g,    the geometry's vector–Jacobian product of the two
-s, c, r, col, detector, volume)``     above (four tensors like s, c, r, col)
-``leap::log_transmission(L, mu,       the polychromatic layer's ``−log Σ_E w_E exp(−Σ_m
-theta, log_mode)``                    μ_mE L_m)``, L (B, M, N) → (B, N)
-====================================  =====================================================
+* ``leap::project(x, system)``: projections of volumes ``(*batch, nz, ny, nx)``;
+* ``leap::backproject(x, system)``: the matched back-projection of projections
+  ``(*batch, na, nr, nc)``;
+* ``leap::fbp(x, system)``: FBP of projections;
+* ``leap::fbp_adjoint(x, system)``: the exact adjoint of FBP, volumes → projections;
+* ``leap::modular_project(f, sources, centers, row_vectors, col_vectors, detector,
+  volume)``: projection through a modular beam given as four ``(views, 3)`` tensors,
+  differentiable in them; ``leap::modular_backproject(g, ...)``: its transpose;
+* ``leap::modular_geometry_vjp(f, gbar, sources, centers, row_vectors, col_vectors,
+  detector, volume)``: the geometry's vector–Jacobian product of the two above (four
+  tensors like the geometry's);
+* ``leap::log_transmission(L, mu, theta, log_mode)``: the polychromatic layer's
+  ``−log Σ_E w_E exp(−Σ_m μ_mE L_m)``, ``L`` (B, M, N) → (B, N).
 
 ``system`` is a registry key (:func:`leap.torch.register_system`, :mod:`leap.torch._systems`);
 ``detector`` is ``[num_rows, num_cols, pixel_height, pixel_width]`` and ``volume``
@@ -26,7 +24,7 @@ theta, log_mode)``                    μ_mE L_m)``, L (B, M, N) → (B, N)
 Inputs may have any strides and floating dtype (computed in float32, returned in the
 input's dtype), on the CPU or a CUDA device (the same registration serves both).
 
-Derivatives: autograd through :func:`torch.library.register_autograd` (the adjoint of a
+Derivatives: autograd through ``torch.library.register_autograd`` (the adjoint of a
 linear op is the other op, itself differentiable, so second order works; the modular
 ops' geometry gradient is ``modular_geometry_vjp``, first order only), and a vmap rule
 per op (a vmapped dimension of the data folds into the op's batch dimension; anything
