@@ -31,7 +31,9 @@ import torch
 
 __all__ = ["register_system", "system_for", "facade_key"]
 
-_lock = threading.Lock()
+# Re-entrant: a weak reference's callback (_forget) may run, through the garbage
+# collector, while this thread holds the lock in register_system.
+_lock = threading.RLock()
 #: key → weak references to the live systems with that content.
 _by_key: dict[str, list] = {}
 #: id(system) → (weak reference, key): a system's key, computed once.

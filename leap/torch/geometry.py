@@ -29,7 +29,10 @@ sums over it. The geometry gradient runs where the volume and upstream gradient 
 CUDA tensors the CUDA kernel (:mod:`leap.kernels.cuda.modular_geometry_vjp`, on the
 caller's stream), otherwise the CPU one; the projections themselves run where
 :mod:`leap.operators` sends them.
-Gradients are first-order (``once_differentiable``): a second derivative raises.
+Both are custom ops (``torch.ops.leap.modular_project`` / ``modular_backproject``,
+:mod:`leap.torch.ops`), so they compile, export and run inside ``torch.func``
+transforms. Gradients with respect to the data are differentiable again; with respect
+to the geometry they are first order (a second derivative raises).
 
 :func:`cone_beam_modular` builds the four tensors from standard cone-beam parameters
 (tensors: angles, detector offsets, tau, tilt, sod, sdd, helical pitch, per-view object

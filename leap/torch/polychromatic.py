@@ -171,6 +171,12 @@ class _SystemProjector(torch.nn.Module):
         self.system = system
         self.system_key = register_system(system)   # a str: torch.compile guards on it
 
+    def __setstate__(self, state):
+        # A copy (pickle, deepcopy) holds its own system object: register it, so that
+        # the key stays valid when the original is gone.
+        super().__setstate__(state)
+        self.system_key = register_system(self.system)
+
     def forward(self, input):
         if not isinstance(input, torch.Tensor):
             check_input(input, CTOperator(kind="project", system=self.system))

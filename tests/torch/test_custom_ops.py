@@ -347,3 +347,18 @@ def test_ddp_two_processes_equal_one(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     diff, scale = (float(v) for v in res.stdout.split()[-3::2])
     assert diff <= 1e-6 * scale, res.stdout
+
+
+def test_copies_of_a_fixed_system_outlive_the_original():
+    """A PolychromaticProjector on a CTSystem passes its system to the op by key; a copy
+    registers its own system, so it runs after the original (and its system) are gone."""
+    import gc
+    system = cone().leapct.system
+    poly = PolychromaticProjector(system, torch.tensor([[0.02, 0.01]]), torch.tensor([1.0, 1.0]))
+    rho = torch.rand(1, 1, *system.volume_shape)
+    ref = poly(rho)
+    copies = (copy.deepcopy(poly), pickle.loads(pickle.dumps(poly)))
+    del poly, system
+    gc.collect()
+    for c in copies:
+        torch.testing.assert_close(c(rho), ref)
