@@ -16,7 +16,8 @@ projections, flats and darks as sources.
 * :class:`Mapped`: a function of other sources' same regions, applied block by block
   (e.g. flat-field normalisation), itself a source;
 * :class:`Oriented`: images turned into leap's detector order (rows and/or columns
-  reversed) and binned, lazily; :class:`Constant`: a constant frame stack.
+  reversed) and binned, lazily; :class:`Constant`: a constant frame stack;
+* :class:`PerView`: the base of sources stored a whole frame per file or record.
 """
 from __future__ import annotations
 
@@ -363,6 +364,25 @@ class InMemory(Source):
 
 
 # -------------------------------------------------------- orientation, binning
+class PerView(Source):
+    """A stack of frames stored one whole frame at a time (a file or a record per view):
+    subclasses give ``_view(k)``, frame ``k`` as a ``shape[1:]`` array, and get ``read``
+    of any region, which reads each view it touches once."""
+
+    def _view(self, k):
+        raise NotImplementedError
+
+    def read(self, key):
+        key = normalize_key(key, self.shape)
+        rest = key[1:]
+        views = np.arange(self.shape[0])[key[0]]
+        region = np.empty(self.shape[1:], dtype=np.bool_)[rest].shape
+        out = np.empty((np.size(views),) + region, self.dtype)
+        for n, k in enumerate(np.atleast_1d(views)):
+            out[n] = self._view(int(k))[rest]
+        return out[0] if np.ndim(views) == 0 else out
+
+
 def binning_pair(binning) -> tuple:
     """``binning`` (an int or (rows, cols)) as two positive ints."""
     b = (binning, binning) if np.ndim(binning) == 0 else tuple(binning)

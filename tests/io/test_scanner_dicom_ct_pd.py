@@ -24,6 +24,7 @@ from leap.io.scanners import FORMATS, READERS, dicom_ct_pd
 from leap.io.scanners._common import ScanFormatError, default_system
 from leap.io.scanners.dicom_ct_pd import write_scan
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
+from scan_checks import fbp_error, line_integrals  # noqa: E402
 
 pydicom = pytest.importorskip("pydicom")
 
@@ -51,17 +52,11 @@ def _hand(*, curved=True, pitch=1.1, views=240, turns=2.0, start=2.0, direction=
 
 
 def _line_integrals(geometry):
-    org, dirs = pixel_rays(geometry)
-    g = PHANTOM.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
-    return g.reshape(geometry.projection_shape)
+    return line_integrals(geometry, PHANTOM)
 
 
 def _err(system, g):
-    v = system.volume
-    truth = PHANTOM.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
-                             v.voxel_height, oversampling=3)
-    rec = system.fbp(np.ascontiguousarray(g, dtype=np.float32))
-    return float(np.linalg.norm(rec - truth) / np.linalg.norm(truth))
+    return fbp_error(system, g, PHANTOM)
 
 
 def _check_reconstruction(scan, hand, g_hand):

@@ -22,6 +22,7 @@ from leap.io import open_scan
 from leap.io.scanners import FORMATS, READERS, elekta
 from leap.io.scanners._common import ScanFormatError, default_system
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
+from scan_checks import fbp_error  # noqa: E402
 
 # Two ellipsoids off the axis and off the mid-plane (mm; XVI's scale): a mirrored axis,
 # a wrong angle direction or a wrong panel offset sign moves them.
@@ -79,11 +80,7 @@ def _hand(gantry, ucentre, vcentre):
 
 
 def _err(system, g):
-    v = system.volume
-    truth = PHANTOM.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
-                             v.voxel_height, oversampling=3)
-    rec = system.fbp(np.ascontiguousarray(g, dtype=np.float32))
-    return float(np.linalg.norm(rec - truth) / np.linalg.norm(truth))
+    return fbp_error(system, g, PHANTOM)
 
 
 def _write(folder, gantry, ucentre, vcentre):

@@ -23,6 +23,7 @@ from leap.io.scanners import nikon, skyscan
 from leap.io.scanners._common import (MissingWhiteLevelWarning, ScanFormatError,
                                       default_system)
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
+from scan_checks import fbp_error  # noqa: E402
 
 tifffile = pytest.importorskip("tifffile")
 
@@ -58,11 +59,7 @@ def _vendor_line_integrals(source, pixels, to_object):
 
 
 def _err(system, g):
-    v = system.volume
-    truth = PHANTOM.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
-                             v.voxel_height, oversampling=3)
-    rec = system.fbp(np.ascontiguousarray(g, dtype=np.float32))
-    return float(np.linalg.norm(rec - truth) / np.linalg.norm(truth))
+    return fbp_error(system, g, PHANTOM)
 
 
 def _by_hand(geometry):

@@ -23,6 +23,7 @@ from leap.io import open_scan
 from leap.io.scanners import FORMATS, READERS, yxlon
 from leap.io.scanners._common import ScanFormatError, default_system
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
+from scan_checks import fbp_error, line_integrals  # noqa: E402
 
 PHANTOM = Phantom([PhantomObject(kind=ELLIPSOID, centre=(3.0, -2.0, 1.5), radii=(6, 4, 5),
                                  value=0.02),
@@ -40,17 +41,11 @@ def _hand(*, views=72, start=0.3, step=-5.0, tau=0.6, cc=None, cr=None, rows=ROW
 
 
 def _line_integrals(geometry):
-    org, dirs = pixel_rays(geometry)
-    g = PHANTOM.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
-    return g.reshape(geometry.projection_shape)
+    return line_integrals(geometry, PHANTOM)
 
 
 def _err(system, g):
-    v = system.volume
-    truth = PHANTOM.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
-                             v.voxel_height, oversampling=3)
-    rec = system.fbp(np.ascontiguousarray(g, dtype=np.float32))
-    return float(np.linalg.norm(rec - truth) / np.linalg.norm(truth))
+    return fbp_error(system, g, PHANTOM)
 
 
 def _tigre_pixels(alpha, dso, dsd, cor, nu, nv, du, dv, off_u, off_v):

@@ -41,14 +41,21 @@ def number(path, metadata: dict, key: str, *, default=None, positive=False) -> f
         if default is not None:
             return float(default)
         raise ScanFormatError(path, f"the key {key!r} is missing")
+    return parse_number(path, key, metadata[key], positive=positive)
+
+
+def parse_number(path, key: str, value, *, positive=False, integer=False):
+    """``value`` (the text of ``key`` in the file ``path``) as a finite float, or an int
+    with ``integer``; raises ScanFormatError naming the file, key and value otherwise."""
     try:
-        x = float(metadata[key])
+        x = float(value)
     except (TypeError, ValueError):
-        raise ScanFormatError(path, f"{key} = {metadata[key]!r} is not a number") from None
-    if not math.isfinite(x) or (positive and not x > 0):
-        raise ScanFormatError(path, f"{key} = {metadata[key]!r} must be a finite"
-                              f"{' positive' if positive else ''} number")
-    return x
+        raise ScanFormatError(path, f"{key} = {value!r} is not a number") from None
+    if not math.isfinite(x) or (positive and not x > 0) or (integer and x != int(x)):
+        raise ScanFormatError(path, f"{key} = {value!r} must be a finite"
+                              f"{' positive' if positive else ''}"
+                              f"{' whole' if integer else ''} number")
+    return int(x) if integer else x
 
 
 def check_monotonic(path, angles, what: str = "angles") -> np.ndarray:

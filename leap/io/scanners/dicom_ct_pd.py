@@ -83,7 +83,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...geometry import ConeBeam, Detector
-from ..lazy import Source, normalize_key
+from ..lazy import PerView
 from ._common import ScanFormatError, check_monotonic, default_system
 from .scan import Scan
 from ._dicom_tags import (BITS, CENTRAL, COLS_COUNT, COLUMNS, CONSTANT_TAGS, CREATORS, D0, DPHI,
@@ -263,7 +263,7 @@ def _helix(files, psi, z0):
 
 
 # ------------------------------------------------------------------ projections
-class DicomProjections(Source):
+class DicomProjections(PerView):
     """DICOM-CT-PD views as line integrals, float32 (views, rows, cols) in leap's
     detector order, one file per view, read only when indexed: each view is
     ``(pixels·slope + intercept).T[:, ::-1]`` of its file (pixels (channels, rows) as
@@ -318,16 +318,6 @@ class DicomProjections(Source):
         pix = self._pixels(k)
         lines = pix * self.slopes[k] + self.intercepts[k]
         return lines.T[:, ::-1].astype(np.float32)
-
-    def read(self, key):
-        key = normalize_key(key, self.shape)
-        rest = key[1:]
-        views = np.arange(self.shape[0])[key[0]]
-        region = np.empty(self.shape[1:], dtype=np.bool_)[rest].shape
-        out = np.empty((np.size(views),) + region, self.dtype)
-        for n, k in enumerate(np.atleast_1d(views)):
-            out[n] = self._view(int(k))[rest]
-        return out[0] if np.ndim(views) == 0 else out
 
 
 # ---------------------------------------------------------------------- reader

@@ -72,7 +72,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..lazy import Constant, Oriented, binning_pair
-from ._common import ScanFormatError, check_monotonic, default_system
+from ._common import ScanFormatError, check_monotonic, default_system, parse_number
 from ._raw import RawFrames
 from ._tigre import check_writable, tigre_cone, tigre_terms
 from .scan import Scan
@@ -104,16 +104,7 @@ def _number(path, root, block, name, *, positive=False, integer=False, default=N
     text = _text(path, root, block, name, required=default is None)
     if text is None:
         return default
-    key = f"{block}/{name}"
-    try:
-        x = float(text)
-    except ValueError:
-        raise ScanFormatError(path, f"{key} = {text!r} is not a number") from None
-    if not math.isfinite(x) or (positive and not x > 0) or (integer and x != int(x)):
-        raise ScanFormatError(path, f"{key} = {text!r} must be a finite"
-                              f"{' positive' if positive else ''}"
-                              f"{' whole' if integer else ''} number")
-    return int(x) if integer else x
+    return parse_number(path, f"{block}/{name}", text, positive=positive, integer=integer)
 
 
 def _is_diondo(path) -> bool:

@@ -90,7 +90,7 @@ from ...geometry import ConeBeam, Detector, ModularBeam
 from ...geometry.conventions import default_volume, volume_from_leap
 from ...system import CTSystem, FBPOptions
 from ...weights import angular_range_degrees
-from ..lazy import Source, normalize_key
+from ..lazy import PerView
 from ._common import ScanFormatError, check_monotonic, number, warn_no_white_level
 from ._hnd import read_hnd, write_hnd
 from ._xim import read_xim, write_xim
@@ -193,7 +193,7 @@ def _hnd_files(folder) -> list:
 
 
 # ------------------------------------------------------------------- projections
-class VarianFrames(Source):
+class VarianFrames(PerView):
     """XIM or HND frames as float32 (views, rows, cols), one file per view, decoded only
     when indexed: each image (as stored, row 0 first) reversed along the rows and/or
     columns the convention asks and multiplied by its view's ``scale`` (1/dose reading,
@@ -218,16 +218,6 @@ class VarianFrames(Source):
                                   f"{self.shape[1:]}")
         image = image[::-1 if self.flips[0] else 1, ::-1 if self.flips[1] else 1]
         return (image * self.scale[k]).astype(np.float32)
-
-    def read(self, key):
-        key = normalize_key(key, self.shape)
-        rest = key[1:]
-        views = np.arange(self.shape[0])[key[0]]
-        region = np.empty(self.shape[1:], dtype=np.bool_)[rest].shape
-        out = np.empty((np.size(views),) + region, self.dtype)
-        for n, k in enumerate(np.atleast_1d(views)):
-            out[n] = self._view(int(k))[rest]
-        return out[0] if np.ndim(views) == 0 else out
 
 
 def _dose(path, value, key, normalise: bool) -> float:

@@ -69,7 +69,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..lazy import Constant, Oriented, binning_pair
-from ._common import ScanFormatError, check_monotonic, default_system
+from ._common import ScanFormatError, check_monotonic, default_system, parse_number
 from ._raw import RawFrames
 from ._tigre import check_writable, tigre_cone, tigre_terms
 from .nikon import stack
@@ -101,16 +101,8 @@ def _xml_number(path, parent, *names, default=None, positive=False, integer=Fals
     el = _find(path, parent, *names, required=default is None)
     if el is None:
         return default
-    text, key = (el.text or "").strip(), "/".join(names)
-    try:
-        x = float(text)
-    except ValueError:
-        raise ScanFormatError(path, f"{key} = {text!r} is not a number") from None
-    if not math.isfinite(x) or (positive and not x > 0) or (integer and x != int(x)):
-        raise ScanFormatError(path, f"{key} = {text!r} must be a finite"
-                              f"{' positive' if positive else ''}"
-                              f"{' whole' if integer else ''} number")
-    return int(x) if integer else x
+    return parse_number(path, "/".join(names), (el.text or "").strip(), positive=positive,
+                        integer=integer)
 
 
 def read_scan_parameter(path) -> dict:
@@ -192,15 +184,9 @@ def _txt_number(path, meta, key, *, positive=False, integer=False, default=None)
         if default is not None:
             return default
         raise ScanFormatError(path, f"the line labelled {label!r} is missing")
-    try:
-        x = float(meta[label].replace(",", "."))
-    except ValueError:
-        raise ScanFormatError(path, f"{label} = {meta[label]!r} is not a number") from None
-    if not math.isfinite(x) or (positive and not x > 0) or (integer and x != int(x)):
-        raise ScanFormatError(path, f"{label} = {meta[label]!r} must be a finite"
-                              f"{' positive' if positive else ''}"
-                              f"{' whole' if integer else ''} number")
-    return int(x) if integer else x
+    # a decimal comma is read as a point
+    return parse_number(path, label, meta[label].replace(",", "."), positive=positive,
+                        integer=integer)
 
 
 def _has_fod(path) -> bool:
