@@ -14,6 +14,11 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
    sod/(sod − x·θ); cone-parallel: D/sod, undoing the footprint's 1/D row magnification); helical cone scans weight each voxel's views with a window
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
+Tilted cone beams (``tilt``, LEAP's ``tiltAngle``) are reconstructed as their upright
+form, the views resampled onto it by two shears (:mod:`leap.tilt_resampling`): filtering
+along the tilted rows themselves mixes heights and fails with measured (non-uniform)
+angles.
+
 A uniform object of value μ (1/mm) reconstructs to μ.
 
 GPU: CUDA arrays (CuPy, torch CUDA, ``__cuda_array_interface__``) run every step on
@@ -36,6 +41,7 @@ from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, Parallel
 from .gpu import resolve as resolve_devices
 from .kernels.cpu import launch as _cpu
 from .kernels.plan import make_plan
+from .tilt_resampling import is_tilted, to_upright, to_upright_transpose, upright_form
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
                       offset_scan_padding, offset_scan_weights, parker_weights, view_weights)
 
@@ -247,6 +253,12 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
     """
     _validate.check_geometry(geometry, volume)
+    if is_tilted(geometry):
+        return _fbp_tilted(geometry, volume, g, out, ramp_filter=ramp_filter, lowpass=lowpass,
+                           window=window, offset_scan=offset_scan,
+                           truncated_scan=truncated_scan, fov_radius=fov_radius,
+                           helical_window=helical_window, devices=devices,
+                           max_slices=max_slices)
     opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
                 offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius,
                 helical_window=helical_window)
@@ -277,6 +289,28 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
                  truncated_scan, G, _cpu.prepared_layout(plan), plan.row_factor)
     return _cpu.backproject_prepared(plan, G, f)
+
+
+def _fbp_tilted(geometry, volume, g, out, *, fov_radius, **opts):
+    """FBP of a tilted cone beam: FBP of its upright form, the views resampled onto it
+    (:mod:`leap.tilt_resampling`), within the tilted scan's own field of view. CUDA
+    arrays are resampled on the host (the resampling is a NumPy gather; the
+    reconstruction itself runs on their device)."""
+    upright, rs = upright_form(geometry)
+    if fov_radius is None:
+        fov_radius = geometry.fov_radius()
+    if _arrays.is_cuda_array(g):
+        _validate.check_cuda_pair("g", g, out, geometry.projection_shape, volume.shape)
+        from numba import cuda
+        host = _arrays.as_numba(g).copy_to_host()
+        _validate.check_finite("g", host)
+        gu = _arrays.empty_like_kind(g, upright.projection_shape)
+        _arrays.as_numba(gu).copy_to_device(to_upright(host, rs))
+        cuda.synchronize()
+        return fbp(upright, volume, gu, out, fov_radius=fov_radius, **opts)
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+    return fbp(upright, volume, to_upright(g, rs), out, fov_radius=fov_radius, **opts)
 
 
 def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
@@ -315,6 +349,19 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     on the GPU(s) and filter on the CPU.
     """
     _validate.check_geometry(geometry, volume)
+    if is_tilted(geometry):
+        if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+            raise NotImplementedError("fbp_adjoint of a tilted cone beam runs on NumPy arrays "
+                                      "(its resampling transpose is a host operation); pass "
+                                      "f as a NumPy array")
+        upright, rs = upright_form(geometry)
+        q = fbp_adjoint(upright, volume, f, ramp_filter=ramp_filter, lowpass=lowpass,
+                        window=window, offset_scan=offset_scan, truncated_scan=truncated_scan,
+                        fov_radius=geometry.fov_radius() if fov_radius is None else fov_radius,
+                        helical_window=helical_window, devices=devices, max_slices=max_slices)
+        if out is not None:
+            _validate.check_array("out", out, geometry.projection_shape)
+        return to_upright_transpose(q, rs, out)
     if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
         return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,
