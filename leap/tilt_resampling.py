@@ -3,7 +3,7 @@ by two shears.
 
 FDK filters each view along the lines where the detector meets the planes through the
 source and the orbit's tangent θ⊥, the rows of an upright detector. A detector tilted by
-t about the central ray (:attr:`leap.geometry.ConeBeam.tilt`, LEAP's ``tiltAngle``)
+t about the central ray (``tilt`` of :class:`leap.geometry.ConeBeam`, LEAP's ``tiltAngle``)
 records pixel (u, v) (mm along its column and row vectors, from the central ray) at the
 upright position::
 
@@ -49,6 +49,8 @@ import numpy as np
 class UprightResampling(NamedTuple):
     """The two shears of :func:`upright_form` (see the module docstring).
 
+    Attributes
+    ----------
     num_rows, num_cols : the tilted detector's shape.
     margin : rows added on each side (the upright form has num_rows + 2·margin rows).
     row_taps, row_weights : (2a, num_cols) int64 and float64 (a = :data:`LANCZOS_A`):
