@@ -17,7 +17,9 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
 Tilted cone beams (``tilt``, LEAP's ``tiltAngle``) are reconstructed as their upright
 form, the views resampled onto it by two shears (:mod:`leap.tilt_resampling`): filtering
 along the tilted rows themselves mixes heights and fails with measured (non-uniform)
-angles.
+angles. Flat-detector scans with a flying focal spot (``source_shifts``; helical, or
+without z shifts) are reconstructed spot by spot, each spot's views an ordinary cone beam
+about its own source (:mod:`leap.focal_spots`).
 
 A uniform object of value μ (1/mm) reconstructs to μ.
 
@@ -40,6 +42,7 @@ from .filters import ROWS, filter_rows, filter_views, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .gpu import resolve as resolve_devices
 from .kernels.cpu import launch as _cpu
+from .focal_spots import groups_by_spot, uses_spot_groups
 from .kernels.plan import make_plan
 from .tilt_resampling import is_tilted, to_upright, to_upright_transpose, upright_form
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
@@ -259,6 +262,12 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
                            truncated_scan=truncated_scan, fov_radius=fov_radius,
                            helical_window=helical_window, devices=devices,
                            max_slices=max_slices)
+    if uses_spot_groups(geometry):
+        return _fbp_by_spot(geometry, volume, g, out, ramp_filter=ramp_filter, lowpass=lowpass,
+                            window=window, offset_scan=offset_scan,
+                            truncated_scan=truncated_scan, fov_radius=fov_radius,
+                            helical_window=helical_window, devices=devices,
+                            max_slices=max_slices)
     opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
                 offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius,
                 helical_window=helical_window)
@@ -313,6 +322,38 @@ def _fbp_tilted(geometry, volume, g, out, *, fov_radius, **opts):
     return fbp(upright, volume, to_upright(g, rs), out, fov_radius=fov_radius, **opts)
 
 
+def _spot_settings(geometry, fov_radius, taper):
+    """The field of view and helical window (``taper``) every focal-spot group shares:
+    the scan's own unless given."""
+    if fov_radius is None:
+        fov_radius = geometry.fov_radius()
+    if taper is None and geometry.is_helical:
+        taper = helical_window(geometry)
+    return fov_radius, taper
+
+
+def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts):
+    """FBP of a flat-detector scan with a flying focal spot: the view-count-weighted mean
+    of the FBPs of its focal-spot groups, each a cone beam about its own source
+    (:mod:`leap.focal_spots`)."""
+    if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
+        raise NotImplementedError("FBP of a flat-detector scan with a flying focal spot groups "
+                                  "its views by spot on the host: pass NumPy arrays (GPUs "
+                                  "through devices=)")
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+    f = _validate.check_out("out", out, volume.shape, g)
+    fov_radius, helical_window = _spot_settings(geometry, fov_radius, helical_window)
+    total = np.zeros(volume.shape, dtype=np.float64)
+    na = geometry.num_angles
+    for idx, cone in groups_by_spot(geometry):
+        rec = fbp(cone, volume, np.ascontiguousarray(g[idx]), fov_radius=fov_radius,
+                  helical_window=helical_window, **opts)
+        total += (idx.size / na) * rec
+    f[...] = total
+    return f
+
+
 def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
                  truncated_scan, out, layout=ROWS, row_factor=None):
     """``out`` ← g weighted (offset-scan padding into the ``n_add`` wider columns of fgeo
@@ -362,6 +403,23 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
         if out is not None:
             _validate.check_array("out", out, geometry.projection_shape)
         return to_upright_transpose(q, rs, out)
+    if uses_spot_groups(geometry):
+        if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+            raise NotImplementedError("fbp_adjoint of a flat-detector scan with a flying focal "
+                                      "spot runs on NumPy arrays")
+        _validate.check_array("f", f, volume.shape)
+        fov, taper = _spot_settings(geometry, fov_radius, helical_window)
+        q = np.empty(geometry.projection_shape, dtype=np.float32)
+        for idx, cone in groups_by_spot(geometry):
+            q[idx] = (idx.size / geometry.num_angles) * fbp_adjoint(
+                cone, volume, f, ramp_filter=ramp_filter, lowpass=lowpass, window=window,
+                offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov,
+                helical_window=taper, devices=devices, max_slices=max_slices)
+        if out is None:
+            return q
+        _validate.check_array("out", out, geometry.projection_shape)
+        out[...] = q
+        return out
     if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
         return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,
