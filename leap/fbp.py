@@ -77,7 +77,9 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
 
     For a slice at height z the source passes it at ψ_c(z) = ψ_mid + z/h. Views are
     weighted by w(ψ − ψ_c(z)): 1 within π/2 − δ of ψ_c, a cos² taper to 0 at π/2 + δ.
-    Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
+    With a flying focal spot (``source_shifts``) view k's source sits at angle
+    ψ_k + Δψ_k and at the height the helix reaches at ψ_k + Δz_k/h, and its weight is
+    w(ψ_k + Δψ_k + Δz_k/h − ψ_c(z)). Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
     weight 1, as the ½ weights do for a circular full scan. δ = ``window`` (radians), by
     default :func:`helical_window` of this geometry (pinned by a front end that
     reconstructs from a crop of the detector rows, whose own δ would be narrower).
@@ -89,7 +91,13 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
     psi = geometry.angles
     psi_mid = geometry.helical_mid_angle
     z = volume.z_samples()
-    d = np.abs(psi[:, None] - (psi_mid + z[None, :] / h))
+    src = np.zeros((psi.size, 1))
+    if geometry.source_shifts is not None:
+        # A flying focal spot: each view's window is centred where its own source, at
+        # angle ψ + Δψ and height z_s + Δz, passes the slice (as each spot's views
+        # reconstructed about their own source would be; leap.focal_spots).
+        src = (geometry.source_shifts[:, 0] + geometry.source_shifts[:, 1] / h)[:, None]
+    d = np.abs(psi[:, None] + src - (psi_mid + z[None, :] / h))
     lo, hi = 0.5 * math.pi - delta, 0.5 * math.pi + delta
     w = np.where(d <= lo, 1.0,
                  np.where(d >= hi, 0.0, np.cos(0.25 * math.pi * (d - lo) / delta) ** 2))

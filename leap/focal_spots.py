@@ -22,7 +22,9 @@ back-projector: all three shifts applied exactly, where the modular form leap pr
 flat FFS scans with carries no helical weighting.
 
 Curved detectors (cylinders about the focal centre) have no such equivalent: their FBP
-applies the shifts in the back-projector's focus offsets (``leap.kernels.cpu.axial``).
+applies the shifts in the back-projector's focus offsets (``leap.kernels.cpu.axial``),
+and the helical window of each view follows its own source's angle and height
+(:func:`leap.fbp.helical_slice_weights`), as it does here for each group.
 """
 from __future__ import annotations
 
