@@ -42,7 +42,7 @@ from .filters import ROWS, filter_rows, filter_views, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .gpu import resolve as resolve_devices
 from .kernels.cpu import launch as _cpu
-from .focal_spots import groups_by_spot, uses_spot_groups
+from .focal_spots import group_weights, groups_by_spot, uses_spot_groups
 from .kernels.plan import make_plan
 from .tilt_resampling import is_tilted, to_upright, to_upright_transpose, upright_form
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
@@ -341,9 +341,9 @@ def _spot_settings(geometry, fov_radius, taper):
 
 
 def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts):
-    """FBP of a flat-detector scan with a flying focal spot: the view-count-weighted mean
-    of the FBPs of its focal-spot groups, each a cone beam about its own source
-    (:mod:`leap.focal_spots`)."""
+    """FBP of a flat-detector scan with a flying focal spot: the weighted mean of the
+    FBPs of its focal-spot groups, each a cone beam about its own source
+    (:mod:`leap.focal_spots`, :func:`~leap.focal_spots.group_weights`)."""
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         raise NotImplementedError("FBP of a flat-detector scan with a flying focal spot groups "
                                   "its views by spot on the host: pass NumPy arrays (GPUs "
@@ -353,11 +353,11 @@ def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts
     f = _validate.check_out("out", out, volume.shape, g)
     fov_radius, helical_window = _spot_settings(geometry, fov_radius, helical_window)
     total = np.zeros(volume.shape, dtype=np.float64)
-    na = geometry.num_angles
-    for idx, cone in groups_by_spot(geometry):
+    groups = groups_by_spot(geometry)
+    for (idx, cone), w in zip(groups, group_weights(groups)):
         rec = fbp(cone, volume, np.ascontiguousarray(g[idx]), fov_radius=fov_radius,
                   helical_window=helical_window, **opts)
-        total += (idx.size / na) * rec
+        total += w * rec
     f[...] = total
     return f
 
@@ -418,8 +418,9 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
         _validate.check_array("f", f, volume.shape)
         fov, taper = _spot_settings(geometry, fov_radius, helical_window)
         q = np.empty(geometry.projection_shape, dtype=np.float32)
-        for idx, cone in groups_by_spot(geometry):
-            q[idx] = (idx.size / geometry.num_angles) * fbp_adjoint(
+        groups = groups_by_spot(geometry)
+        for (idx, cone), w in zip(groups, group_weights(groups)):
+            q[idx] = w * fbp_adjoint(
                 cone, volume, f, ramp_filter=ramp_filter, lowpass=lowpass, window=window,
                 offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov,
                 helical_window=taper, devices=devices, max_slices=max_slices)

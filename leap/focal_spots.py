@@ -16,7 +16,7 @@ whose source *is* that spot::
 
 (the detector plane and its pixels stay where they are: checked against the rays of the
 shifted geometry in ``tests/fbp/test_fbp_flying_focal_spot.py``). FBP of the scan is the
-view-count-weighted mean of the groups' FBPs, each with its own cosine weights, ramp
+weighted mean of the groups' FBPs (:func:`group_weights`), each with its own cosine weights, ramp
 spacing, helical window position (the spot's height and angle) and the axial
 back-projector: all three shifts applied exactly, where the modular form leap projects
 flat FFS scans with carries no helical weighting.
@@ -78,6 +78,19 @@ def groups_by_spot(geometry) -> list[tuple[np.ndarray, object]]:
                              "cone-beam equivalent per spot (leap's circular source is at z = 0)")
         out.append((idx, geometry.with_changes(**changes)))
     return out
+
+
+def group_weights(groups) -> np.ndarray:
+    """The weights (n_groups,) of the groups' FBPs in the scan's FBP, summing to 1: each
+    group's FBP is a whole reconstruction (its views weighted by their own angular step
+    T_s), so group s counts with 1/T_s, the density of its views in angle (1/n_spots for
+    spots interleaved evenly, also on any run of the views: a distributed part)."""
+    density = []
+    for idx, cone in groups:
+        a = cone.view_angles()
+        density.append((a.size - 1) / abs(a[-1] - a[0]))
+    density = np.asarray(density)
+    return density / np.sum(density)
 
 
 def uses_spot_groups(geometry) -> bool:

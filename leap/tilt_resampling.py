@@ -97,6 +97,18 @@ def _taps(x: np.ndarray):
     return (base[None, :] + offsets).astype(np.int64), w / np.sum(w, axis=0, keepdims=True)
 
 
+def fbp_row_reach(geometry) -> int:
+    """Detector rows beyond those a volume slab's rays touch that FBP of ``geometry``
+    reads: the resampling's taps for tilted cone beams (the column shear's half-width,
+    and one row for the row shear moving its taps across columns of other shifts), 0
+    otherwise. Used by :meth:`leap.system.CTSystem.part`."""
+    if not is_tilted(geometry):
+        return 0
+    d = geometry.detector
+    across = LANCZOS_A * d.pixel_width * abs(math.tan(geometry.tilt)) / d.pixel_height
+    return LANCZOS_A + int(math.ceil(across)) + 1
+
+
 def upright_form(geometry):
     """The upright cone beam that FBP reconstructs a tilted scan with, and the
     :class:`UprightResampling` of its views onto it: ``(upright, resampling)``.
