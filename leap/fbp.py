@@ -255,16 +255,20 @@ def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None, heli
 
 def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
         offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
-        devices=None, max_slices=None):
+        devices=None, max_slices=None, tilt_resampling=True):
     """Filtered back-projection of ``g`` (num_angles, num_rows, num_cols) float32.
 
     ``g`` is never modified. Returns (or fills ``out``) a (num_z, num_y, num_x) float32
     volume in attenuation units (1/mm). ``helical_window``: see
     :func:`helical_slice_weights`. ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
+    ``tilt_resampling``: tilted cone beams are reconstructed as their upright form
+    (:mod:`leap.tilt_resampling`); False filters along the tilted detector rows instead,
+    as upstream LEAP's GPU FBP and leap's trainable-geometry FBP
+    (:mod:`leap.torch`) do (less accurate, worst with non-uniform angles).
     """
     _validate.check_geometry(geometry, volume)
-    if is_tilted(geometry):
+    if is_tilted(geometry) and tilt_resampling:
         return _fbp_tilted(geometry, volume, g, out, ramp_filter=ramp_filter, lowpass=lowpass,
                            window=window, offset_scan=offset_scan,
                            truncated_scan=truncated_scan, fov_radius=fov_radius,
@@ -387,7 +391,7 @@ def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
                 offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
-                devices=None, max_slices=None):
+                devices=None, max_slices=None, tilt_resampling=True):
     """The exact adjoint (transpose) of :func:`fbp`: volume (num_z, num_y, num_x) →
     projections (num_angles, num_rows, num_cols), float32.
 
@@ -398,7 +402,7 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     on the GPU(s) and filter on the CPU.
     """
     _validate.check_geometry(geometry, volume)
-    if is_tilted(geometry):
+    if is_tilted(geometry) and tilt_resampling:
         if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
             raise NotImplementedError("fbp_adjoint of a tilted cone beam runs on NumPy arrays "
                                       "(its resampling transpose is a host operation); pass "

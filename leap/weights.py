@@ -63,7 +63,6 @@ def cosine_weights(geometry):
         fan (flat):     pre = (1 + τu/sod)/√(1+u²),              post = 1/√(1+u²)
         fan (curved):   pre = cos u + (τ/sod) sin u,             post = 1
         cone (flat):    pre = (1 + τu/sod)/√(1+u²+v²),           post = 1/√(1+u²+v²)
-                        (tilted detector: u in τ's term is the upright cos t·u − sin t·v)
         cone (curved):  pre = (cos u + (τ/sod) sin u)/√(1+v²),   post = 1/√(1+v²)
         cone-parallel:  pre = post = 1/√(1+v²)  (columns are already parallel; no τ term)
 
@@ -94,10 +93,6 @@ def cosine_weights(geometry):
         w = 1.0 / np.sqrt(1.0 + v * v)
         return w * (np.cos(u) + k * np.sin(u)), w
     w = 1.0 / np.sqrt(1.0 + u * u + v * v)
-    if geometry.tilt != 0.0:
-        # A tilted detector: τ's term needs the upright column coordinate of each pixel
-        # (u² + v² is the same in either frame).
-        u = math.cos(geometry.tilt) * u - math.sin(geometry.tilt) * v
     return w * (1.0 + k * u), w
 
 
