@@ -79,9 +79,9 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
     weighted by w(ψ − ψ_c(z)): 1 within π/2 − δ of ψ_c, a cos² taper to 0 at π/2 + δ.
     With a flying focal spot (``source_shifts``) view k's source sits at angle
     ψ_k + Δψ_k and at the height the helix reaches at ψ_k + Δz_k/h, and its weight is
-    w(ψ_k + Δψ_k + Δz_k/h − ψ_c(z)). Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
-    weight 1, as the ½ weights do for a circular full scan. δ = ``window`` (radians), by
-    default :func:`helical_window` of this geometry (pinned by a front end that
+    w(ψ_k + Δψ_k + Δz_k/h − ψ_c(z)). Since w(Δ) + w(Δ − π) = 1, every line measured
+    twice (at Δ and Δ ± π) gets total weight 1, as the ½ weights do for a circular full
+    scan. δ = ``window`` (radians), by default :func:`helical_window` of this geometry (pinned by a front end that
     reconstructs from a crop of the detector rows, whose own δ would be narrower).
     Slices near the ends of the helix, where part of the window was not scanned, are
     renormalised so their weights still integrate to π over the angles.

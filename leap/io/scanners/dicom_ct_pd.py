@@ -279,8 +279,9 @@ class DicomProjections(Source):
     """DICOM-CT-PD views as line integrals, float32 (views, rows, cols) in leap's
     detector order, one file per view, read only when indexed: each view is
     ``(pixels·slope + intercept).T[:, ::-1]`` of its file (pixels (channels, rows) as
-    stored), its rows reversed too with ``flip_rows`` (``rows='-z'``). A file that cannot be read, or whose pixels are not what its header and
-    the scan say, raises ScanFormatError naming the file and the tag."""
+    stored), its rows reversed too with ``flip_rows`` (``rows='-z'``). A file that cannot
+    be read, or whose pixels are not what its header and the scan say, raises
+    ScanFormatError naming the file and the tag."""
 
     def __init__(self, files, num_rows: int, num_cols: int, slopes, intercepts,
                  flip_rows: bool = False):
