@@ -14,6 +14,13 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
    sod/(sod − x·θ); cone-parallel: D/sod, undoing the footprint's 1/D row magnification); helical cone scans weight each voxel's views with a window
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
+Tilted cone beams (``tilt``, LEAP's ``tiltAngle``) are reconstructed as their upright
+form, the views resampled onto it by two shears (:mod:`leap.tilt_resampling`): filtering
+along the tilted rows themselves mixes heights and fails with measured (non-uniform)
+angles. Flat-detector scans with a flying focal spot (``source_shifts``; helical, or
+without z shifts) are reconstructed spot by spot, each spot's views an ordinary cone beam
+about its own source (:mod:`leap.focal_spots`).
+
 A uniform object of value μ (1/mm) reconstructs to μ.
 
 GPU: CUDA arrays (CuPy, torch CUDA, ``__cuda_array_interface__``) run every step on
@@ -35,7 +42,9 @@ from .filters import ROWS, filter_rows, filter_views, ramp_response
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .gpu import resolve as resolve_devices
 from .kernels.cpu import launch as _cpu
+from .focal_spots import group_weights, groups_by_spot, uses_spot_groups
 from .kernels.plan import make_plan
+from .tilt_resampling import is_tilted, to_upright, to_upright_transpose, upright_form
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
                       offset_scan_padding, offset_scan_weights, parker_weights, view_weights)
 
@@ -68,9 +77,11 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
 
     For a slice at height z the source passes it at ψ_c(z) = ψ_mid + z/h. Views are
     weighted by w(ψ − ψ_c(z)): 1 within π/2 − δ of ψ_c, a cos² taper to 0 at π/2 + δ.
-    Since w(Δ) + w(Δ − π) = 1, every line measured twice (at Δ and Δ ± π) gets total
-    weight 1, as the ½ weights do for a circular full scan. δ = ``window`` (radians), by
-    default :func:`helical_window` of this geometry (pinned by a front end that
+    With a flying focal spot (``source_shifts``) view k's source sits at angle
+    ψ_k + Δψ_k and at the height the helix reaches at ψ_k + Δz_k/h, and its weight is
+    w(ψ_k + Δψ_k + Δz_k/h − ψ_c(z)). Since w(Δ) + w(Δ − π) = 1, every line measured
+    twice (at Δ and Δ ± π) gets total weight 1, as the ½ weights do for a circular full
+    scan. δ = ``window`` (radians), by default :func:`helical_window` of this geometry (pinned by a front end that
     reconstructs from a crop of the detector rows, whose own δ would be narrower).
     Slices near the ends of the helix, where part of the window was not scanned, are
     renormalised so their weights still integrate to π over the angles.
@@ -80,7 +91,13 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
     psi = geometry.angles
     psi_mid = geometry.helical_mid_angle
     z = volume.z_samples()
-    d = np.abs(psi[:, None] - (psi_mid + z[None, :] / h))
+    src = np.zeros((psi.size, 1))
+    if geometry.source_shifts is not None:
+        # A flying focal spot: each view's window is centred where its own source, at
+        # angle ψ + Δψ and height z_s + Δz, passes the slice (as each spot's views
+        # reconstructed about their own source would be; leap.focal_spots).
+        src = (geometry.source_shifts[:, 0] + geometry.source_shifts[:, 1] / h)[:, None]
+    d = np.abs(psi[:, None] + src - (psi_mid + z[None, :] / h))
     lo, hi = 0.5 * math.pi - delta, 0.5 * math.pi + delta
     w = np.where(d <= lo, 1.0,
                  np.where(d >= hi, 0.0, np.cos(0.25 * math.pi * (d - lo) / delta) ** 2))
@@ -238,15 +255,31 @@ def weighted_backproject(geometry, volume, q, out=None, *, fov_radius=None, heli
 
 def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
         offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
-        devices=None, max_slices=None):
+        devices=None, max_slices=None, tilt_resampling=True):
     """Filtered back-projection of ``g`` (num_angles, num_rows, num_cols) float32.
 
     ``g`` is never modified. Returns (or fills ``out``) a (num_z, num_y, num_x) float32
     volume in attenuation units (1/mm). ``helical_window``: see
     :func:`helical_slice_weights`. ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
+    ``tilt_resampling``: tilted cone beams are reconstructed as their upright form
+    (:mod:`leap.tilt_resampling`); False filters along the tilted detector rows instead,
+    as upstream LEAP's GPU FBP and leap's trainable-geometry FBP
+    (:mod:`leap.torch`) do (less accurate, worst with non-uniform angles).
     """
     _validate.check_geometry(geometry, volume)
+    if is_tilted(geometry) and tilt_resampling:
+        return _fbp_tilted(geometry, volume, g, out, ramp_filter=ramp_filter, lowpass=lowpass,
+                           window=window, offset_scan=offset_scan,
+                           truncated_scan=truncated_scan, fov_radius=fov_radius,
+                           helical_window=helical_window, devices=devices,
+                           max_slices=max_slices)
+    if uses_spot_groups(geometry):
+        return _fbp_by_spot(geometry, volume, g, out, ramp_filter=ramp_filter, lowpass=lowpass,
+                            window=window, offset_scan=offset_scan,
+                            truncated_scan=truncated_scan, fov_radius=fov_radius,
+                            helical_window=helical_window, devices=devices,
+                            max_slices=max_slices)
     opts = dict(ramp_filter=ramp_filter, lowpass=lowpass, window=window,
                 offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov_radius,
                 helical_window=helical_window)
@@ -279,6 +312,60 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     return _cpu.backproject_prepared(plan, G, f)
 
 
+def _fbp_tilted(geometry, volume, g, out, *, fov_radius, **opts):
+    """FBP of a tilted cone beam: FBP of its upright form, the views resampled onto it
+    (:mod:`leap.tilt_resampling`), within the tilted scan's own field of view. CUDA
+    arrays are resampled on the host (the resampling is a NumPy gather; the
+    reconstruction itself runs on their device)."""
+    upright, rs = upright_form(geometry)
+    if fov_radius is None:
+        fov_radius = geometry.fov_radius()
+    if _arrays.is_cuda_array(g):
+        _validate.check_cuda_pair("g", g, out, geometry.projection_shape, volume.shape)
+        from numba import cuda
+        host = _arrays.as_numba(g).copy_to_host()
+        _validate.check_finite("g", host)
+        gu = _arrays.empty_like_kind(g, upright.projection_shape)
+        _arrays.as_numba(gu).copy_to_device(to_upright(host, rs))
+        cuda.synchronize()
+        return fbp(upright, volume, gu, out, fov_radius=fov_radius, **opts)
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+    return fbp(upright, volume, to_upright(g, rs), out, fov_radius=fov_radius, **opts)
+
+
+def _spot_settings(geometry, fov_radius, taper):
+    """The field of view and helical window (``taper``) every focal-spot group shares:
+    the scan's own unless given."""
+    if fov_radius is None:
+        fov_radius = geometry.fov_radius()
+    if taper is None and geometry.is_helical:
+        taper = helical_window(geometry)
+    return fov_radius, taper
+
+
+def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts):
+    """FBP of a flat-detector scan with a flying focal spot: the weighted mean of the
+    FBPs of its focal-spot groups, each a cone beam about its own source
+    (:mod:`leap.focal_spots`, :func:`~leap.focal_spots.group_weights`)."""
+    if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
+        raise NotImplementedError("FBP of a flat-detector scan with a flying focal spot groups "
+                                  "its views by spot on the host: pass NumPy arrays (GPUs "
+                                  "through devices=)")
+    _validate.check_array("g", g, geometry.projection_shape)
+    _validate.check_finite("g", g)
+    f = _validate.check_out("out", out, volume.shape, g)
+    fov_radius, helical_window = _spot_settings(geometry, fov_radius, helical_window)
+    total = np.zeros(volume.shape, dtype=np.float64)
+    groups = groups_by_spot(geometry)
+    for (idx, cone), w in zip(groups, group_weights(groups)):
+        rec = fbp(cone, volume, np.ascontiguousarray(g[idx]), fov_radius=fov_radius,
+                  helical_window=helical_window, **opts)
+        total += w * rec
+    f[...] = total
+    return f
+
+
 def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
                  truncated_scan, out, layout=ROWS, row_factor=None):
     """``out`` ← g weighted (offset-scan padding into the ``n_add`` wider columns of fgeo
@@ -304,7 +391,7 @@ def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
                 offset_scan=False, truncated_scan=False, fov_radius=None, helical_window=None,
-                devices=None, max_slices=None):
+                devices=None, max_slices=None, tilt_resampling=True):
     """The exact adjoint (transpose) of :func:`fbp`: volume (num_z, num_y, num_x) →
     projections (num_angles, num_rows, num_cols), float32.
 
@@ -315,6 +402,37 @@ def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, wi
     on the GPU(s) and filter on the CPU.
     """
     _validate.check_geometry(geometry, volume)
+    if is_tilted(geometry) and tilt_resampling:
+        if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+            raise NotImplementedError("fbp_adjoint of a tilted cone beam runs on NumPy arrays "
+                                      "(its resampling transpose is a host operation); pass "
+                                      "f as a NumPy array")
+        upright, rs = upright_form(geometry)
+        q = fbp_adjoint(upright, volume, f, ramp_filter=ramp_filter, lowpass=lowpass,
+                        window=window, offset_scan=offset_scan, truncated_scan=truncated_scan,
+                        fov_radius=geometry.fov_radius() if fov_radius is None else fov_radius,
+                        helical_window=helical_window, devices=devices, max_slices=max_slices)
+        if out is not None:
+            _validate.check_array("out", out, geometry.projection_shape)
+        return to_upright_transpose(q, rs, out)
+    if uses_spot_groups(geometry):
+        if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
+            raise NotImplementedError("fbp_adjoint of a flat-detector scan with a flying focal "
+                                      "spot runs on NumPy arrays")
+        _validate.check_array("f", f, volume.shape)
+        fov, taper = _spot_settings(geometry, fov_radius, helical_window)
+        q = np.empty(geometry.projection_shape, dtype=np.float32)
+        groups = groups_by_spot(geometry)
+        for (idx, cone), w in zip(groups, group_weights(groups)):
+            q[idx] = w * fbp_adjoint(
+                cone, volume, f, ramp_filter=ramp_filter, lowpass=lowpass, window=window,
+                offset_scan=offset_scan, truncated_scan=truncated_scan, fov_radius=fov,
+                helical_window=taper, devices=devices, max_slices=max_slices)
+        if out is None:
+            return q
+        _validate.check_array("out", out, geometry.projection_shape)
+        out[...] = q
+        return out
     if _arrays.is_cuda_array(f) or _arrays.is_cuda_array(out):
         return _fbp_adjoint_cuda(geometry, volume, f, out, ramp_filter=ramp_filter,
                                  lowpass=lowpass, window=window, offset_scan=offset_scan,

@@ -331,6 +331,12 @@ class CTSystem:
             options = dataclasses.replace(options, helical_window=helical_window(self.geometry))
         if for_fbp and not (helical and _equal_steps(self.geometry.view_angles())):
             v0, v1 = 0, self.geometry.num_angles
+        if for_fbp:
+            # A tilted detector's FBP resamples each view upright first; its taps reach a
+            # few rows beyond those the slab's rays touch.
+            from .tilt_resampling import fbp_row_reach
+            reach = fbp_row_reach(self.geometry)
+            r0, r1 = max(0, r0 - reach), min(self.geometry.detector.num_rows, r1 + reach)
         nc = self.geometry.detector.num_cols
         geometry = self.geometry[v0:v1].cropped(r0, r1, 0, nc)
         return (sub.with_changes(geometry=geometry, fbp_options=options),

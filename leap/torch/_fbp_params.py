@@ -30,7 +30,11 @@ in the data and in the parameters θ::
 
 The adjoint ``FBP(θ)ᵀ f = pre · c · Rᵀ(post · P(θ) f)`` (``FBP(forward_FBP=False)``) is
 composed the same way from the projection. With the parameters at the facade's values
-both give ``leapct.FBP`` / ``leapct.FBP_adjoint`` (float32 rounding).
+both give ``leapct.FBP`` / ``leapct.FBP_adjoint`` (float32 rounding), except for tilted
+cone beams: FBP(θ) filters along the tilted detector rows (``leap.fbp.fbp`` with
+``tilt_resampling=False``, upstream LEAP's GPU model), where the facade's FBP resamples
+the views upright first (:mod:`leap.tilt_resampling`; the resampling is not yet
+differentiable in the tilt).
 
 Covered: parallel beams, flat-detector fan beams and flat-detector cone beams (circular:
 ``helicalPitch`` 0; any ``tiltAngle``; full and short scans); per-view ``shifts`` move

@@ -66,25 +66,26 @@ def test_settings_reach_the_slabs():
     assert rel(ld.fbp(s, g, client=False, slabs=4).compute(), s.fbp(g)) <= 1e-6
 
 
-def _helical_ffs():
-    """The helical system on a curved detector with a (large) flying focal spot."""
+def _helical_ffs(curved=True):
+    """The helical system on a curved (or flat) detector with a (large) flying focal spot
+    (flat: FBP reconstructs each spot's views apart, leap.focal_spots)."""
     s = make_system("helical")
     geo = s.geometry
     k = np.arange(geo.num_angles)
     sign = np.where(k % 2, 1.0, -1.0)
     shifts = np.stack([0.004 * sign, 0.8 * np.where((k // 2) % 2, 1.0, -1.0), 1.0 * sign],
                       axis=1)
-    geo = geo.with_changes(detector=geo.detector.with_changes(curved=True),
+    geo = geo.with_changes(detector=geo.detector.with_changes(curved=curved),
                            source_shifts=shifts)
     return s.with_changes(geometry=geo)
 
 
-@pytest.mark.parametrize("kind", ["helical", "helical_ffs"])
+@pytest.mark.parametrize("kind", ["helical", "helical_ffs", "helical_ffs_flat"])
 def test_part_covers_what_each_slab_touches(kind):
     """CTSystem.part: the slabs' shares sum to the projection; their back-projections and
     FBPs are slices of the whole (helical: on view subsets, cropped rows; with a flying
     focal spot the shifted rays stay inside the views and rows a part keeps)."""
-    s = make_system("helical") if kind == "helical" else _helical_ffs()
+    s = make_system("helical") if kind == "helical" else _helical_ffs(kind == "helical_ffs")
     s = s.with_changes(volume=s.volume.with_changes(num_z=60))
     rng = np.random.default_rng(4)
     f = rng.random(s.volume_shape, dtype=np.float32)
@@ -98,6 +99,23 @@ def test_part_covers_what_each_slab_touches(kind):
         pf, vf, rf = s.part(z0, z1, for_fbp=True)
         assert rel(pf.fbp(np.ascontiguousarray(g[vf, rf])), F[z0:z1]) <= 1e-6
     assert rel(acc, s.project(f)) <= 1e-6
+
+
+def test_part_of_a_tilted_detector_keeps_the_rows_fbp_resamples():
+    """FBP of a tilted detector resamples its views upright (leap.tilt_resampling): a
+    part's FBP must still be the slice of the whole, so its rows reach the resampling's
+    taps."""
+    s = make_system("cone")
+    s = s.with_changes(geometry=s.geometry.with_changes(tilt=np.deg2rad(4.0)),
+                       volume=s.volume.with_changes(num_z=21))
+    g = np.random.default_rng(5).random(s.projection_shape, dtype=np.float32)
+    F = s.fbp(g)
+    rows = []
+    for z0, z1 in ld.slab_bounds(21, 4):
+        pf, vf, rf = s.part(z0, z1, for_fbp=True)
+        rows.append(rf.stop - rf.start)
+        assert rel(pf.fbp(np.ascontiguousarray(g[vf, rf])), F[z0:z1]) <= 1e-6
+    assert min(rows) < s.projection_shape[1]             # parts do crop the detector
 
 
 def test_slab_bounds():

@@ -22,8 +22,9 @@ the detector is a cylinder of radius d0 about the focal centre (or a plane at di
 d0), its element of channel k and row j (1-based, as stored) at the fan angle
 ``(k − u0)·du/d0`` from the central ray ``−(cos φ0, sin φ0)``, counted
 counter-clockwise seen from +z (the direction of increasing φ; flat: at ``(k − u0)·du``
-along ``(sin φ0, −cos φ0)``), at height ``z0 + (j − v0)·dv``. leap's columns run the
-other way (clockwise), its rows up; leap's frame is the scanner's with z shifted::
+along ``(sin φ0, −cos φ0)``), at height ``z0 + (j − v0)·dv`` (``rows='+z'``, the default)
+or ``z0 − (j − v0)·dv`` (``rows='-z'``). leap's columns run the other way (clockwise),
+its rows up; leap's frame is the scanner's with z shifted::
 
     ===========================================  =========================================
     DICOM-CT-PD tag (unit)                       leap
@@ -53,7 +54,8 @@ other way (clockwise), its rows up; leap's frame is the scanner's with z shifted
                                                  flat: du
     DetectorElementAxialSpacing dv (7029,1006)   pixel_height
     DetectorCentralElement (u0, v0)              center_col = num_cols − u0,
-    (7031,1033) (channel, row; 1-based)          center_row = v0 − 1
+    (7031,1033) (channel, row; 1-based)          center_row = v0 − 1 (rows='-z':
+                                                 num_rows − v0)
     SourceAngularPositionShift Δφ (7033,100B),   source_shifts (Δψ = Δφ, Δz, Δρ) per view
     SourceAxialPositionShift Δz (7033,100C),     (None when all are zero)
     SourceRadialDistanceShift Δρ (7033,100D)
@@ -61,7 +63,8 @@ other way (clockwise), its rows up; leap's frame is the scanner's with z shifted
     WaterAttenuationCoefficient (7041,1001)      metadata ``"water_attenuation_mm"``
     (mm⁻¹)                                       (HU = 1000·(μ − μ_water)/μ_water)
     PixelData, RescaleSlope/Intercept            projections: ``(pixels·slope +
-                                                 intercept).T[:, ::-1]`` (line integrals)
+                                                 intercept).T[:, ::-1]`` (line integrals;
+                                                 rows='-z': ``[::-1, ::-1]``)
     ===========================================  =========================================
 
 The views are ordered by InstanceNumber (0020,0013) when every file has one, else by
@@ -73,6 +76,15 @@ they are missing and FlyingFocalSpotMode is absent or FFSNONE (else they are req
 Ambiguities: the direction of the channels (reversed) and the angle offset are
 helix2fan's, not checked here against a scan of a known object. A source shift Δφ is
 taken about the rotation axis, not about the focal centre.
+
+The direction of the detector rows is not settled either: no public reader that
+reconstructs a known object from such files settles it. leap reads the
+stored rows towards +z (row j + 1 above row j, the direction in which the table position
+z0 grows); ``open_scan(path, rows='-z')`` reads them towards −z instead (the rows
+reversed and ``center_row = num_rows − v0``), and :func:`write_scan` writes either. On a
+helical scan the wrong choice does not give a mirror image: the rows then meet the helix
+the wrong way round and the reconstruction loses its sharpness along z (measured in
+``tests/io/test_scanner_dicom_ct_pd.py``).
 """
 from __future__ import annotations
 
@@ -267,11 +279,14 @@ class DicomProjections(PerView):
     """DICOM-CT-PD views as line integrals, float32 (views, rows, cols) in leap's
     detector order, one file per view, read only when indexed: each view is
     ``(pixels·slope + intercept).T[:, ::-1]`` of its file (pixels (channels, rows) as
-    stored). A file that cannot be read, or whose pixels are not what its header and
-    the scan say, raises ScanFormatError naming the file and the tag."""
+    stored), its rows reversed too with ``flip_rows`` (``rows='-z'``). A file that cannot
+    be read, or whose pixels are not what its header and the scan say, raises
+    ScanFormatError naming the file and the tag."""
 
-    def __init__(self, files, num_rows: int, num_cols: int, slopes, intercepts):
+    def __init__(self, files, num_rows: int, num_cols: int, slopes, intercepts,
+                 flip_rows: bool = False):
         self.files = [os.fspath(f) for f in files]
+        self.flip_rows = bool(flip_rows)
         self.slopes = np.asarray(slopes, dtype=np.float64)
         self.intercepts = np.asarray(intercepts, dtype=np.float64)
         self.shape = (len(self.files), int(num_rows), int(num_cols))
@@ -316,17 +331,21 @@ class DicomProjections(PerView):
 
     def _view(self, k):
         pix = self._pixels(k)
-        lines = pix * self.slopes[k] + self.intercepts[k]
-        return lines.T[:, ::-1].astype(np.float32)
+        lines = (pix * self.slopes[k] + self.intercepts[k]).T[:, ::-1]
+        if self.flip_rows:                          # rows='-z': stored rows run down
+            lines = lines[::-1]
+        return np.ascontiguousarray(lines, dtype=np.float32)
 
 
 # ---------------------------------------------------------------------- reader
-def open_scan(path) -> Scan:
+def open_scan(path, rows: str = "+z") -> Scan:
     """Read a DICOM-CT-PD scan.
 
     Parameters
     ----------
     path : the directory of the scan's ``*.dcm`` files (one per view), or one of them.
+    rows : '+z' (default) or '-z', the direction in which the stored detector rows
+        advance (see the module docstring: no public reader settles it).
 
     Returns a Scan: a :class:`~leap.geometry.ConeBeam` (curved or flat detector, helical
     or axial, ``source_shifts`` for a flying focal spot) with LEAP's default volume;
@@ -335,9 +354,11 @@ def open_scan(path) -> Scan:
     stored: a scan is known modulo whole turns); ``metadata`` the first file's
     header (``{keyword or "(gggg,eeee)": value}``, the private tags under their
     DICOM-CT-PD names) with ``"z_origin_mm"`` (leap z = DICOM z − z_origin_mm),
-    ``"flying_focal_spot_mode"`` and ``"water_attenuation_mm"``. Raises
+    ``"flying_focal_spot_mode"``, ``"water_attenuation_mm"`` and ``"detector_rows"``
+    (``rows``). Raises
     ScanFormatError naming the file and the tag for a file that does not fit.
     """
+    flip, row_direction = _rows_flip(rows), rows    # (``rows`` names the pixel rows below)
     pydicom = _pydicom()
     p = os.fspath(path)
     if not os.path.exists(p):
@@ -390,7 +411,8 @@ def open_scan(path) -> Scan:
     pitch, z_origin = _helix(files, psi, z0)
     det = Detector(num_rows=nv, num_cols=nu, pixel_height=dv,
                    pixel_width=sdd * math.tan(du / sdd) if curved else du,
-                   center_row=v0 - 1.0, center_col=nu - u0, curved=curved)
+                   center_row=(nv - v0) if flip else (v0 - 1.0), center_col=nu - u0,
+                   curved=curved)
     extra = {}
     if np.any(shifts != 0.0):
         extra["source_shifts"] = shifts
@@ -403,17 +425,27 @@ def open_scan(path) -> Scan:
     water = tag_value(first, head, WATER, default=float("nan"))
     meta = metadata_of(first, head)
     meta.update(z_origin_mm=z_origin, flying_focal_spot_mode=ffs_mode or None,
-                water_attenuation_mm=None if math.isnan(water) else water)
-    projections = DicomProjections(files, nv, nu, views.slope[order], views.intercept[order])
+                water_attenuation_mm=None if math.isnan(water) else water,
+                detector_rows=row_direction)
+    projections = DicomProjections(files, nv, nu, views.slope[order], views.intercept[order],
+                                   flip_rows=flip)
     return Scan(system=default_system(geometry), projections=projections, angles=psi,
                 metadata=meta, format=FORMAT, path=folder, is_attenuation=True,
                 angle_unit="radian")
 
 
+def _rows_flip(rows) -> bool:
+    """Whether ``rows`` ('+z' or '-z') reverses the stored detector rows."""
+    if rows not in ("+z", "-z"):
+        raise ValueError(f"rows must be '+z' or '-z' (the direction the stored detector rows "
+                         f"advance), got {rows!r}")
+    return rows == "-z"
+
+
 # ---------------------------------------------------------------------- writer
 def write_scan(directory, attenuation, geometry, *, slope=None, intercept: float = 0.0,
                ffs_mode=None, water_mu: float = 0.0192, private_vr: str = "FL",
-               z_origin: float = 0.0, first_instance: int = 1) -> str:
+               z_origin: float = 0.0, first_instance: int = 1, rows: str = "+z") -> str:
     """Write a scan as DICOM-CT-PD files (``000001.dcm`` … in ``directory``, one per view),
     the inverse of :func:`open_scan`: e.g. to hand simulated clinical data to other
     software, or to test a pipeline on files.
@@ -436,10 +468,13 @@ def write_scan(directory, attenuation, geometry, *, slope=None, intercept: float
         the TCIA files are), the water coefficient as text.
     z_origin : the table position (mm) of leap's z = 0: DICOM z = leap z + z_origin.
     first_instance : the InstanceNumber of the first view.
+    rows : '+z' (default) or '-z': the direction the stored rows advance (``open_scan``
+        with the same ``rows`` reads the scan back).
 
     Returns the directory. The private values are float32 (φ0 wrapped to [0, 2π)), so
     angles read back to about 2e-7 rad.
     """
+    flip = _rows_flip(rows)
     pydicom = _pydicom()
     from pydicom.dataset import FileDataset, FileMetaDataset
     from pydicom.uid import (PYDICOM_IMPLEMENTATION_UID, CTImageStorage,
@@ -482,7 +517,9 @@ def write_scan(directory, attenuation, geometry, *, slope=None, intercept: float
     steps = int(round(2 * math.pi / np.median(np.abs(np.diff(psi))))) if n > 1 else 1
     constant = {ROWS_COUNT: nv, COLS_COUNT: nu, DU: du, DV: d.pixel_height,
                 SHAPE: "CYLINDRICAL" if d.curved else "FLAT", RHO: g.sod, D0: g.sdd,
-                CENTRAL: (nu - d.center_col, d.center_row + 1.0), FFS_MODE: ffs_mode,
+                CENTRAL: (nu - d.center_col,
+                          (nv - d.center_row) if flip else d.center_row + 1.0),
+                FFS_MODE: ffs_mode,
                 STEPS: min(steps, 65535), WATER: water_mu}
     vr = {"f": "FL", "H": "US", "s": "CS", "n": "FL"}
     directory = os.fspath(directory)
@@ -527,7 +564,8 @@ def write_scan(directory, attenuation, geometry, *, slope=None, intercept: float
             else:
                 blocks[group].add_new(element, vr[tag.kind], int(v) if tag.kind == "H" else v)
         view = np.asarray(attenuation[i], dtype=np.float64)
-        stored = np.rint((view[:, ::-1].T - intercept) / slope)    # (channels, rows)
+        view = view[::-1, ::-1] if flip else view[:, ::-1]
+        stored = np.rint((view.T - intercept) / slope)             # (channels, rows)
         ds.PixelData = np.clip(stored, 0, 65535).astype("<u2").tobytes()
         ds["PixelData"].VR = "OW"
         pydicom.dcmwrite(path, ds, enforce_file_format=True)
