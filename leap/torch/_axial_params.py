@@ -46,7 +46,8 @@ from ..kernels.cpu.axial_view_vjp import plan_arguments, plan_geometry_vjp
 from ..kernels.plan import make_plan
 from ._geometry_params import facade_values
 from ._operator import CTOperator
-from .geometry import GeometryOperator, _as_array, _as_samples, _cuda_samples
+from ._modular_vjp import _as_array, _as_samples, _cuda_samples
+from .geometry import GeometryOperator
 
 __all__ = ["axial_views", "PARALLEL_NAMES", "FAN_NAMES", "axial_facade_parameters",
            "axial_apply"]

@@ -44,7 +44,8 @@ from ..geometry import ConeBeam
 from ..kernels.cpu.curved_cone_vjp import plan_geometry_vjp
 from ._axial_params import _Axial, _numba_cuda, facade_angles, parse_views
 from ._geometry_params import facade_values
-from .geometry import GeometryOperator, _as_array, _as_samples, _cuda_samples
+from ._modular_vjp import _as_array, _as_samples, _cuda_samples
+from .geometry import GeometryOperator
 
 __all__ = ["CURVED_NAMES", "curved_views", "curved_facade_parameters", "curved_apply"]
 

@@ -60,7 +60,8 @@ from ..weights import FULL_SCAN_DEGREES, angular_range_degrees
 from ._axial_params import axial_apply, axial_views, core_geometry, plan_vjp, run_plan
 from ._operator import CTOperator, check_input
 from ._trainable import cone_operators
-from .geometry import GeometryOperator, _as_array
+from ._modular_vjp import _as_array
+from .geometry import GeometryOperator
 
 __all__ = ["fbp_parametric"]
 

@@ -41,6 +41,7 @@ import torch
 
 from ..geometry import Detector, ModularBeam, Volume
 from ..system import CTSystem
+from ._modular_vjp import geometry_grads
 from ._operator import KINDS, CTOperator, check_input
 from ._systems import system_for
 
@@ -234,7 +235,6 @@ def _modular_backward(kind):
 def _modular_geometry_vjp(f: Tensor, gbar: Tensor, sources: Tensor, centers: Tensor,
                           row_vectors: Tensor, col_vectors: Tensor, detector: list[float],
                           volume: list[float]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    from .geometry import geometry_grads
     tensors = (sources, centers, row_vectors, col_vectors)
     system = modular_system(*tensors, detector, volume)
     return geometry_grads(system, f, gbar, tensors)
