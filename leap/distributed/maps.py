@@ -114,7 +114,12 @@ def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False, out_fo
     if client is False and out is not None and getattr(system, "model", 0) is None:
         from .stream import stream_fbp
         check_system(system)
-        x = open_input(g, "g", system.projection_shape)
+        from .sources import Source
+        if isinstance(g, (Source, np.ndarray)):      # read as they are: no dask needed
+            check_input("g", g, system.projection_shape)
+            x = g
+        else:
+            x = open_input(g, "g", system.projection_shape)
         return stream_fbp(system, x, out, slabs=slabs, overwrite=overwrite,
                           out_format=out_format, progress=progress, scratch_dir=scratch_dir,
                           retries=retries)
