@@ -284,8 +284,9 @@ def _filter_pass(stage, read, scratch, shape, progress, by_rows):
         for (vs, ve, rs, re), (x, err) in zip(blocks, _ahead(jobs, depth=2)):
             if err is not None:
                 raise err
-            q = x if ncf == nc else np.empty((ve - vs, re - rs, ncf), np.float32)
-            stage(x, q, views=(vs, ve), rows=(rs, re))      # in place when q is x
+            # Never in place: a read may return a view of the caller's array.
+            q = np.empty((ve - vs, re - rs, ncf), np.float32)
+            stage(x, q, views=(vs, ve), rows=(rs, re))
             scratch.write(q, vs, rs)
             del x, q
             if bar is not None:

@@ -163,3 +163,11 @@ def test_damaged_frame_is_refused_naming_the_file(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["scan"]    # no output, no scratch file
     with pytest.raises(ValueError, match=f"{victim.name}.* is truncated"):
         open_scan(tmp_path / "scan")                 # and refused when opened
+
+
+def test_input_left_unchanged(tmp_path):
+    system = make_system("fan")
+    g = _data(system, 5)
+    before = g.copy()
+    ld.fbp(system, g, client=False, out=tmp_path / "r.zarr")
+    np.testing.assert_array_equal(g, before)
