@@ -18,6 +18,8 @@ overlapping row ranges, and a TIFF frame is decoded again by each slab. Instead:
 
 So ``fbp = filter pass + back-projection pass`` equals ``system.fbp`` of the whole
 array to float rounding (the cone family's back-projector sums the rows of its crop).
+Both passes run on the CPU (Numba, all cores), whatever ``system.devices`` says; systems
+with a special model (symmetric object, attenuated transform) take the Dask slab path.
 
 The scratch file is raw float32 grouped in blocks of detector rows: block k holds rows
 ``rk0:rk1`` of every view as one (views, rows, columns) array, so a slab reads a few
@@ -135,31 +137,35 @@ class ScratchRows:
 
 def _ahead(jobs, depth: int = 1):
     """Run the callables ``jobs`` in order in a background thread, at most ``depth``
-    results ahead; yields ``(result, None)`` or ``(None, exception)`` for each. The
-    thread stops early when the consumer does."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
+    results ready ahead of the one the consumer holds (a job starts only once a result
+    has been taken, so memory holds ``depth + 1`` results at most); yields
+    ``(result, None)`` or ``(None, exception)`` for each. The thread stops early when
+    the consumer does."""
+    q: queue.Queue = queue.Queue()
+    slots = threading.Semaphore(depth)
     stop = threading.Event()
 
     def work():
         for job in jobs:
+            while not slots.acquire(timeout=0.1):
+                if stop.is_set():
+                    return
             if stop.is_set():
                 return
             try:
                 item = (job(), None)
             except BaseException as e:              # handed to the consumer
                 item = (None, e)
-            while not stop.is_set():
-                try:
-                    q.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            q.put(item)
 
     t = threading.Thread(target=work, name="leap-read-ahead", daemon=True)
     t.start()
     try:
         for _ in range(len(jobs)):
-            yield q.get()
+            item = q.get()
+            slots.release()          # the next job may start while this one is used
+            yield item
+            del item
     finally:
         stop.set()
         t.join()
@@ -202,21 +208,32 @@ def _needs_all_views(g) -> bool:
 
 
 def _slab_bounds(system: CTSystem, slabs, ncf: int):
-    """Slab bounds: ``slabs`` if given, else :func:`default_slabs`, grown until every
-    slab's rows of filtered projections fit :data:`SLAB_ROWS_BYTES`."""
+    """Slab bounds: ``slabs`` if given, else :func:`default_slabs`, doubled while the
+    largest slab's rows of filtered projections exceed :data:`SLAB_ROWS_BYTES` and
+    doubling still shrinks them by a fifth (cone beams: a slab's rows are its own plus
+    the spread of the cone, which thinner slabs do not shrink; they would only read the
+    shared rows more often)."""
     nz = system.volume_shape[0]
     if slabs is not None:
         return slab_bounds(nz, check_slabs(system, slabs))
-    n = default_slabs(system)
-    while True:
-        bounds = slab_bounds(nz, n)
-        worst = 0
+
+    def worst(bounds):
+        most = 0
         for z0, z1 in bounds:
             _, v, r = system.part(z0, z1, for_fbp=True)
-            worst = max(worst, 4 * (v.stop - v.start) * (r.stop - r.start) * ncf)
-        if worst <= SLAB_ROWS_BYTES or n >= nz:
-            return bounds
-        n = min(nz, 2 * n)
+            most = max(most, 4 * (v.stop - v.start) * (r.stop - r.start) * ncf)
+        return most
+
+    n = default_slabs(system)
+    bounds = slab_bounds(nz, n)
+    size = worst(bounds)
+    while size > SLAB_ROWS_BYTES and n < nz:
+        finer = slab_bounds(nz, min(nz, 2 * n))
+        smaller = worst(finer)
+        if smaller > 0.8 * size:
+            break
+        n, bounds, size = min(nz, 2 * n), finer, smaller
+    return bounds
 
 
 def stream_fbp(system: CTSystem, g, out, *, slabs=None, overwrite=False, out_format=None,
@@ -227,7 +244,7 @@ def stream_fbp(system: CTSystem, g, out, *, slabs=None, overwrite=False, out_for
     NumPy array. ``out``, ``out_format``, ``overwrite``: :func:`open_output`.
     ``scratch_dir``: where the scratch file of filtered projections (the size of the
     float32 projections, wider for offset scans) goes; default the output's directory.
-    ``progress``: tqdm bars (:mod:`tqdm.auto`, so notebooks show widgets); None: when the
+    ``progress``: tqdm bars (``tqdm.auto``, so notebooks show widgets); None: when the
     projections exceed :data:`PROGRESS_BYTES`. ``retries``: how many times a failed slab
     is redone. Returns the volume read back lazily from ``out`` (a dask array).
     """
@@ -343,11 +360,11 @@ def backproject_slab(part: CTSystem, q, options):
 
 
 class _Store:
-    """A writer thread storing finished slabs (at most two waiting); the first error is
+    """A writer thread storing finished slabs (at most one waiting); the first error is
     raised by the next :meth:`put` or :meth:`close`."""
 
     def __init__(self, writer):
-        self.writer, self.q, self.error = writer, queue.Queue(maxsize=2), None
+        self.writer, self.q, self.error = writer, queue.Queue(maxsize=1), None
         self.t = threading.Thread(target=self._run, name="leap-write-slabs", daemon=True)
         self.t.start()
 
