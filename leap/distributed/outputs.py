@@ -7,7 +7,8 @@ slices in any order (``write(z0, slab)``), then ``commit()`` or ``abort()``:
 * ``'zarr'`` (``*.zarr`` or any other path): a Zarr array chunked by slabs, all or
   nothing: written to a temporary store beside the target, renamed into place on commit.
 * ``'hdf5'`` (``*.h5``, ``*.hdf5``, ``*.nxs``, optionally ``'file.h5:/dataset'``,
-  default dataset ``/volume``): all or nothing likewise (a temporary file renamed).
+  default dataset ``/volume``): all or nothing likewise (a temporary file renamed into
+  place: an existing file is replaced whole, not added to).
 * ``'tiff'`` (``*.tif`` / ``*.tiff``): one slice per file, ``recon/slice.tif`` →
   ``recon/slice_00000.tif`` … (directory made if needed), each file written as soon as
   its slab is done, so a viewer can follow the run; on abort the files written are

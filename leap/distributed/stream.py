@@ -295,10 +295,11 @@ def _filter_pass(stage, read, scratch, shape, progress, by_rows):
     else:
         step = max(1, VIEW_BLOCK_BYTES // (4 * nr * max(nc, ncf)))
         blocks = [(v, min(v + step, na), 0, nr) for v in range(0, na, step)]
-    bar = _progress(progress, na * nr, "filtering projections", "row")
+    bar = (_progress(progress, nr, "filtering projections", "row") if by_rows else
+           _progress(progress, na, "filtering projections", "view"))
+    reads = _ahead([lambda b=b: read(*b) for b in blocks], depth=2)
     try:
-        jobs = [lambda b=b: read(*b) for b in blocks]
-        for (vs, ve, rs, re), (x, err) in zip(blocks, _ahead(jobs, depth=2)):
+        for (vs, ve, rs, re), (x, err) in zip(blocks, reads):
             if err is not None:
                 raise err
             # Never in place: a read may return a view of the caller's array.
@@ -307,8 +308,9 @@ def _filter_pass(stage, read, scratch, shape, progress, by_rows):
             scratch.write(q, vs, rs)
             del x, q
             if bar is not None:
-                bar.update((ve - vs) * (re - rs))
+                bar.update(re - rs if by_rows else ve - vs)
     finally:
+        reads.close()          # the read-ahead thread ends before the scratch file closes
         if bar is not None:
             bar.close()
 
@@ -319,11 +321,11 @@ def _backprojection_pass(system, scratch, bounds, writer, progress, retries):
     times."""
     o = system.fbp_options
     parts = [system.part(z0, z1, for_fbp=True) for z0, z1 in bounds]
-    jobs = [lambda p=p: scratch.read(p[1], p[2]) for p in parts]
     bar = _progress(progress, system.volume_shape[0], "back-projecting slices", "slice")
     store = _Store(writer)
+    reads = _ahead([lambda p=p: scratch.read(p[1], p[2]) for p in parts], depth=1)
     try:
-        for (z0, z1), (part, v, r), (q, err) in zip(bounds, parts, _ahead(jobs, depth=1)):
+        for (z0, z1), (part, v, r), (q, err) in zip(bounds, parts, reads):
             for attempt in range(retries + 1):
                 try:
                     if err is not None:
@@ -347,6 +349,7 @@ def _backprojection_pass(system, scratch, bounds, writer, progress, retries):
         store.close(cancel=True)
         raise
     finally:
+        reads.close()
         if bar is not None:
             bar.close()
 
