@@ -118,6 +118,28 @@ class ScratchRows:
                 raise ValueError(f"rows {r0}:{r0 + nr} do not cover whole row blocks")
             self._pwrite(block[:, a - r0:b - r0], self.offsets[k] + 4 * v0 * (b - a) * nc)
 
+    def zero(self):
+        """Set every value to 0 (the file is cut to nothing and grown again: sparse)."""
+        os.ftruncate(self.fd, 0)
+        os.ftruncate(self.fd, self.offsets[-1])
+
+    def add(self, block, views: slice, rows: slice):
+        """Add ``block`` (nv, nr, cols) into views and rows (slices, step 1): the row
+        blocks it touches are read, summed into and written back whole."""
+        na, nr_all, nc = self.shape
+        v0, v1, _ = views.indices(na)
+        r0, r1, _ = rows.indices(nr_all)
+        for k in range(len(self.starts) - 1):
+            a, b = self.starts[k], self.starts[k + 1]
+            lo, hi = max(a, r0), min(b, r1)
+            if lo >= hi:
+                continue
+            buf = np.empty((v1 - v0, b - a, nc), np.float32)
+            offset = self.offsets[k] + 4 * v0 * (b - a) * nc
+            self._pread(buf, offset)
+            buf[:, lo - a:hi - a] += block[:, lo - r0:hi - r0]
+            self._pwrite(buf, offset)
+
     def read(self, views: slice, rows: slice) -> np.ndarray:
         """Views and rows (slices, step 1) as a new (nv, nr, cols) float32 array."""
         na, nr_all, nc = self.shape
