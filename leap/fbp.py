@@ -223,12 +223,11 @@ def filter_projections(geometry, volume, g, *, ramp_filter=2, lowpass=1.0, windo
     """
     helical = isinstance(geometry, ConeBeam) and geometry.is_helical
     if row_filter is None:
-        fgeo, first, n_add = geometry, 0, 0
-        if offset_scan and not helical:
-            fgeo, first, n_add = offset_scan_layout(geometry)
-        q = np.empty(fgeo.projection_shape, dtype=np.float32)
-        return _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass,
-                            window, truncated_scan, q), fgeo
+        stage = FilterStage(geometry, volume, ramp_filter=ramp_filter, lowpass=lowpass,
+                            window=window, truncated_scan=truncated_scan,
+                            offset_scan=offset_scan)
+        q = np.empty(stage.geometry.projection_shape, dtype=np.float32)
+        return stage(g, q), stage.geometry
     q = np.array(g, dtype=np.float32, copy=True)
     if offset_scan and not helical:
         q, geometry = offset_scan_padding(geometry, q)
@@ -307,8 +306,9 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     # What the CPU back-projector reads (launch.prepare_projections of the filtered
     # views), written by the filter itself: FBP's one projection-sized temporary.
     G = np.empty(_cpu.prepared_shape(plan), dtype=np.float32)
-    _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
-                 truncated_scan, G, _cpu.prepared_layout(plan), plan.row_factor)
+    FilterStage(geometry, volume, ramp_filter=ramp_filter, lowpass=lowpass, window=window,
+                truncated_scan=truncated_scan, offset_scan=offset_scan)(
+        g, G, layout=_cpu.prepared_layout(plan), row_factor=plan.row_factor)
     return _cpu.backproject_prepared(plan, G, f)
 
 
@@ -366,27 +366,82 @@ def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts
     return f
 
 
-def _filter_into(geometry, fgeo, volume, g, first, n_add, ramp_filter, lowpass, window,
-                 truncated_scan, out, layout=ROWS, row_factor=None):
-    """``out`` ← g weighted (offset-scan padding into the ``n_add`` wider columns of fgeo
-    from column ``first``, pre-weights), ramp filtered and post-weighted, in ``layout``
-    (:func:`leap.filters.filter_views`: the filtered views, or the CPU back-projector's
-    :func:`~leap.kernels.cpu.launch.prepare_projections` of them, in one pass). Weights
-    the geometry gives as functions of the views (modular beams') are computed a block of
-    about 2²⁰ pixels at a time."""
-    factors, H, post = _filter_factors(fgeo, volume, ramp_filter, lowpass, window)
-    w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
-    na = g.shape[0]
-    step = na
-    if any(callable(w) for w in factors + [post]):
-        step = max(1, (1 << 20) // g[0].size)
-    for vs in range(0, na, step):
-        ve = min(na, vs + step)
-        filter_views(g[vs:ve], H, out[vs:ve], layout=layout, first=first,
-                     scale=_views_of(w2, vs, ve), pre=[_views_of(w, vs, ve) for w in factors],
-                     post=_views_of(post, vs, ve), row_factor=row_factor,
-                     extrapolate=truncated_scan)
-    return out
+class FilterStage:
+    """FBP's filtering stage of one problem, its geometry-sized pieces computed once, to
+    be applied to the whole projections or to any block of views and rows of them: the
+    one implementation that the in-memory :func:`fbp` and the out-of-core FBP
+    (:mod:`leap.distributed.stream`) both run.
+
+    Attributes: ``geometry`` (what the filtered projections belong to: the input's
+    geometry, wider for offset scans), ``first`` (the column of that wider detector
+    where the data start).
+
+    ``stage(g, out, views=(vs, ve), rows=(rs, re))`` writes the filtered block: ``g`` the
+    measured views vs:ve and rows rs:re (nv, nr, num_cols) float32, ``out`` (nv, nr,
+    geometry's columns) float32 (or the back-projector's layout, see
+    :func:`leap.filters.filter_views`). Filtering runs along rows and every weight is a
+    function of (view, row, column), so a block filters as it does inside the whole,
+    bit for bit.
+    """
+
+    def __init__(self, geometry, volume, *, ramp_filter=2, lowpass=1.0, window="none",
+                 truncated_scan=False, offset_scan=False):
+        helical = isinstance(geometry, ConeBeam) and geometry.is_helical
+        fgeo, first, n_add = geometry, 0, 0
+        if offset_scan and not helical:
+            fgeo, first, n_add = offset_scan_layout(geometry)
+        self.input_geometry, self.geometry, self.first = geometry, fgeo, first
+        self.truncated_scan = bool(truncated_scan)
+        self.factors, self.H, self.post = _filter_factors(fgeo, volume, ramp_filter, lowpass,
+                                                          window)
+        self.w2 = 2.0 * offset_scan_weights(geometry) if n_add else None
+
+    def __call__(self, g, out, *, views=None, rows=None, layout=ROWS, row_factor=None):
+        na, nr = g.shape[:2]
+        v0 = 0 if views is None else int(views[0])
+        r0 = 0 if rows is None else int(rows[0])
+        r1 = r0 + nr
+        step = na
+        # Weights the geometry gives as functions of the views (modular beams') are
+        # computed a block of about 2**20 pixels at a time.
+        if any(callable(w) for w in self.factors + [self.post]):
+            step = max(1, (1 << 20) // g[0].size)
+        for vs in range(0, na, step):
+            ve = min(na, vs + step)
+            a, b = v0 + vs, v0 + ve
+            filter_views(g[vs:ve], self.H, out[vs:ve], layout=layout, first=self.first,
+                         scale=_block_of(self.w2, a, b, r0, r1),
+                         pre=[_block_of(w, a, b, r0, r1) for w in self.factors],
+                         post=_block_of(self.post, a, b, r0, r1), row_factor=row_factor,
+                         extrapolate=self.truncated_scan)
+        return out
+
+
+def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fov_radius=None,
+                         helical_window=None):
+    """FBP's back-projection of already filtered projections: ``fbp(g)`` is
+    ``backproject_filtered(geometry, volume, filter_projections(geometry, volume, g)[0])``
+    with the same options (to float rounding; :func:`fbp` lays the filtered views out for
+    the back-projector as it filters, saving a copy).
+
+    ``q`` (num_angles, num_rows, columns) float32: the filtered projections of
+    :class:`FilterStage` / :func:`filter_projections` (columns: those of the geometry
+    they belong to, wider than ``geometry``'s for offset scans). ``geometry`` may be a
+    crop of the filtered rows (:meth:`leap.system.CTSystem.part`): the back-projector
+    reads only the rows its volume needs. Returns (or fills ``out``) the (num_z, num_y,
+    num_x) float32 volume in attenuation units.
+    """
+    _validate.check_geometry(geometry, volume)
+    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius, helical_window)
+    _validate.check_array("q", q, fgeo.projection_shape)
+    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
+                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    if not _cpu.uses_axial_kernels(plan):
+        return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
+                                    helical_window=helical_window)
+    f = _validate.check_out("out", out, volume.shape, q)
+    return _cpu.backproject_prepared(plan, _cpu.prepare_projections(plan, q), f)
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
@@ -517,6 +572,15 @@ def _views_of(w, vs, ve):
     w = np.asarray(w)
     w = w.reshape((1,) * (3 - w.ndim) + w.shape)
     return w if w.shape[0] == 1 else w[vs:ve]
+
+
+def _block_of(w, vs, ve, rs, re):
+    """Views vs:ve and rows rs:re of a weight (:func:`_views_of`); axes of length 1
+    broadcast and stay."""
+    w = _views_of(w, vs, ve)
+    if w is None or w.shape[1] == 1:
+        return w
+    return w[:, rs:re]
 
 
 def _filter_device(g, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan, stream,

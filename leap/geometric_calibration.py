@@ -276,8 +276,14 @@ def rebin_parallel_projection(g: np.ndarray, p: SimpleNamespace, angle: float) -
     # LEAP interpolates with order-6 Lagrange stencils in both view and column (as its
     # rebin_parallel); the view index is a float32 in LEAP.
     vi = phi_index(phis, beta).astype(np.float32).astype(np.float64)
-    data = np.ascontiguousarray(np.asarray(g, dtype=np.float64).transpose(0, 2, 1))
-    return gather_view_column(data, vi, ci, 6).T           # (numRows, numCols)
+    # Only the views the stencils reach are read (g may be a lazy source): with 6 views
+    # of margin each side, the stencils on the crop equal those on the whole (their
+    # lengths shrink only within 3 samples of an end, which is then the true end).
+    na = g.shape[0]
+    lo = max(0, int(np.floor(np.min(vi))) - 6)
+    hi = min(na, int(np.ceil(np.max(vi))) + 7)
+    data = np.ascontiguousarray(np.asarray(g[lo:hi], dtype=np.float64).transpose(0, 2, 1))
+    return gather_view_column(data, vi - lo, ci, 6).T      # (numRows, numCols)
 
 
 def conjugate_projections(g: np.ndarray, p: SimpleNamespace):
@@ -543,8 +549,15 @@ def find_tilt(geometry, g: np.ndarray) -> float:
     """The detector tilt (rotation about the optical axis), degrees on LEAP's grid of
     ±4.9° in 0.1° steps refined by a parabola, from two projections of ``g`` 180° apart
     (fan and cone data rebinned to parallel rays). Works best once centerCol is right."""
-    p = calibration_params(geometry)
     _check_data(geometry, g)
+    return tilt_from_views(geometry, g)
+
+
+def tilt_from_views(geometry, g) -> float:
+    """:func:`find_tilt` reading only the views it needs from ``g`` (any array or a
+    :class:`~leap.io.lazy.Source` indexable by view ranges): two for parallel beams, the
+    views the fan-to-parallel rebinning of two projections reaches otherwise."""
+    p = calibration_params(geometry)
     a, b = conjugate_projections(g, p)
     angles, costs = tilt_costs(a, b, p)
     pos, _ = find_minimum(costs, 0, costs.size - 1)

@@ -86,6 +86,18 @@ class _Problem:
         return tuple(float(v) for v in _cluster.compute(self.client, *exprs))
 
 
+def _checked(x, name, shape):
+    """``x`` checked (None kept): a Source or NumPy array as it is, else a dask array."""
+    if x is None:
+        return None
+    from .sources import Source
+    if isinstance(x, (Source, np.ndarray)):
+        from .maps import check_input
+        check_input(name, x, shape)
+        return x
+    return open_input(x, name, shape)
+
+
 def _vdot(x, y, w=None):
     """<x, y> (or <x, w y>) as a lazy float64 sum, as :func:`leap.algorithms._array.vdot`."""
     prod = x * y if w is None else x * y * w
@@ -158,9 +170,31 @@ def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=T
 
 
 def sirt(system, g, num_iter, f=None, *, mask=None, nonnegative=True, relaxation=0.9,
-         progress=False, callback=None, client=None, slabs=None):
+         progress=False, callback=None, client=None, slabs=None, out=None, overwrite=False,
+         out_format=None, scratch_dir=None):
     """SIRT on Dask: :func:`sart` with one subset (see there and
-    :func:`leap.algorithms.sirt`)."""
+    :func:`leap.algorithms.sirt`).
+
+    With ``client=False`` and ``out`` (a Zarr, HDF5 or TIFF-stack path, as for
+    :func:`leap.distributed.fbp`), SIRT runs out of core on this machine
+    (:mod:`leap.distributed.stream_sirt`): the projections are read once and every
+    array lives on local disk (``scratch_dir``), a slab at a time in memory; the result
+    is written to ``out`` and read back lazily. No ``callback`` there."""
+    if client is False and out is not None:
+        from .stream_sirt import stream_sirt
+        if callback is not None:
+            raise ValueError("the out-of-core SIRT (client=False, out=...) takes no callback")
+        check_system(system)
+        return stream_sirt(system, _checked(g, "g", system.projection_shape), num_iter, out,
+                           f=_checked(f, "f", system.volume_shape),
+                           mask=_checked(mask, "mask", system.projection_shape),
+                           nonnegative=nonnegative, relaxation=relaxation, slabs=slabs,
+                           overwrite=overwrite, out_format=out_format,
+                           progress=progress,
+                           scratch_dir=scratch_dir)
+    if out is not None:
+        raise ValueError("out= writes the out-of-core SIRT (client=False); with a cluster, "
+                         "store the result yourself (leap.distributed.write_zarr)")
     return sart(system, g, num_iter, 1, f, mask=mask, nonnegative=nonnegative,
                 relaxation=relaxation, progress=progress, callback=callback, client=client,
                 slabs=slabs, name="SIRT")

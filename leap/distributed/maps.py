@@ -36,13 +36,53 @@ def open_input(x, name: str, shape: tuple, client=None):
     return arr
 
 
-def _finish(result, out, client, overwrite):
+def _finish(result, out, client, overwrite, out_format=None):
     if out is None:
         return result
-    return store_zarr(result, out, client, overwrite)
+    from .outputs import infer_format, open_output
+    fmt = infer_format(out) if out_format is None else out_format
+    if fmt == "zarr":
+        return store_zarr(result, out, client, overwrite)
+    writer = open_output(out, result.shape, result.chunks[0], out_format=fmt,
+                         overwrite=overwrite)
+    try:
+        _write_slabs(result, writer, client)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.result()
 
 
-def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False):
+def _write_slabs(result, writer, client):
+    """Compute the slabs of ``result`` (chunks along z) and write each as it arrives."""
+    starts = np.cumsum((0,) + result.chunks[0][:-1])
+    blocks = [result[z0:z0 + n] for z0, n in zip(starts, result.chunks[0])]
+    if client is None:
+        for z0, b in zip(starts, blocks):
+            writer.write(int(z0), b.compute(scheduler="threads"))
+        return
+    import distributed
+    futures = {client.compute(b): int(z0) for z0, b in zip(starts, blocks)}
+    for fut in distributed.as_completed(list(futures)):
+        writer.write(futures[fut], fut.result())
+        fut.release()
+
+
+def _streams(system) -> bool:
+    """Whether the streamed FBP (filter pass, then slabs) serves ``system``: not with a
+    special model, and not for the geometries whose FBP is another one's (a tilted cone
+    beam's upright form, a flying focal spot's groups), which go by slabs of
+    :meth:`~leap.system.CTSystem.part` instead."""
+    from ..focal_spots import uses_spot_groups
+    from ..tilt_resampling import is_tilted
+    geometry = getattr(system, "geometry", None)
+    return (getattr(system, "model", 0) is None and not is_tilted(geometry)
+            and not uses_spot_groups(geometry))
+
+
+def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False, out_format=None,
+        progress=None, scratch_dir=None, retries=2):
     """Filtered back-projection of ``g`` on a Dask cluster, slab by slab.
 
     Parameters
@@ -59,8 +99,22 @@ def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False):
     slabs : int, optional
         Number of z-slabs (default :func:`leap.distributed.slabs.default_slabs`).
     out : path, optional
-        A Zarr store to write the volume into (all or nothing); the result then reads
-        from it.
+        Where to write the volume (:mod:`leap.distributed.outputs`): a Zarr store (all or
+        nothing; ``*.zarr`` or any path without another suffix), an HDF5 file
+        (``recon.h5`` or ``'recon.h5:/entry/volume'``, all or nothing) or a TIFF stack
+        (``recon/slice.tif`` → ``recon/slice_00000.tif``…, one slice per file written as
+        slabs finish); the result then reads from it.
+    out_format : {'zarr', 'hdf5', 'tiff'}, optional
+        The output format when the path's suffix does not say it.
+    progress, scratch_dir, retries
+        The out-of-core pass (``client=False`` with ``out``, a system without a special
+        model, not tilted, no flying focal spot): see :func:`leap.distributed.stream.stream_fbp` (progress bars, where the
+        scratch file of filtered rows goes, how often a failed slab is redone).
+
+    With ``client=False`` and ``out`` given, the work streams in two passes on this
+    machine (:mod:`leap.distributed.stream`): each frame is read, flat-fielded and
+    filtered once into a scratch file of filtered rows, then slabs are back-projected
+    from their rows, reading, computing and writing overlapped, memory bounded.
 
     Returns
     -------
@@ -69,8 +123,20 @@ def fbp(system, g, client=None, slabs=None, *, out=None, overwrite=False):
         ``system.fbp(g)`` to float rounding. Lazy unless ``out`` is given: compute it
         (``.compute()``, ``.persist()``) or store it.
     """
+    if client is False and out is not None and _streams(system):
+        from .stream import stream_fbp
+        check_system(system)
+        from .sources import Source
+        if isinstance(g, (Source, np.ndarray)):      # read as they are: no dask needed
+            check_input("g", g, system.projection_shape)
+            x = g
+        else:
+            x = open_input(g, "g", system.projection_shape)
+        return stream_fbp(system, x, out, slabs=slabs, overwrite=overwrite,
+                          out_format=out_format, progress=progress, scratch_dir=scratch_dir,
+                          retries=retries)
     cl, plan, g = prepare(system, g, "g", "projection_shape", client, slabs)
-    return _finish(plan.fbp(g), out, cl, overwrite)
+    return _finish(plan.fbp(g), out, cl, overwrite, out_format)
 
 
 def backproject(system, g, client=None, slabs=None, *, out=None, overwrite=False):

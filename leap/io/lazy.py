@@ -143,6 +143,24 @@ def _tiff_files(source) -> list[str]:
     return files
 
 
+def _check_tiff_length(path, tif, series):
+    """Raise naming ``path`` if the file ends before the image data its pages point to
+    (a truncated or partly copied file), checked from the headers alone: the first and
+    last page of the series."""
+    size = os.path.getsize(path)
+    pages = series.pages
+    for page in {0: pages[0], 1: pages[-1]}.values():
+        if page is None:
+            continue
+        offsets = getattr(page, "dataoffsets", ()) or ()
+        counts = getattr(page, "databytecounts", ()) or ()
+        if offsets and counts:
+            end = max(int(o) + int(c) for o, c in zip(offsets, counts))
+            if end > size:
+                raise ValueError(f"TIFF file {path!r} is truncated: its image data end at "
+                                 f"byte {end} but the file holds {size} bytes")
+
+
 class TiffStack(Source):
     """TIFF files stacked along the first axis: 2-D files one plane each, 3-D files their
     planes in turn. Every file's header is read up front: a missing, unreadable or
@@ -157,8 +175,13 @@ class TiffStack(Source):
                 with tifffile.TiffFile(p) as t:
                     s = t.series[0]
                     shapes.append((tuple(s.shape), np.dtype(s.dtype)))
+                    _check_tiff_length(p, t, s)
             except FileNotFoundError:
                 raise FileNotFoundError(f"TIFF file {p!r} does not exist") from None
+            except ValueError as e:
+                if str(e).startswith("TIFF file"):
+                    raise
+                raise ValueError(f"cannot read TIFF file {p!r}: {e}") from e
             except Exception as e:
                 raise ValueError(f"cannot read TIFF file {p!r}: {e}") from e
         shape0, dtype0 = shapes[0]
@@ -181,10 +204,21 @@ class TiffStack(Source):
         """File ``k`` as (per_file, rows, cols): memory-mapped where the file allows it
         (uncompressed, contiguous: only the rows asked for are read), else read whole."""
         import tifffile
+        p = self.files[k]
         try:
-            img = tifffile.memmap(self.files[k], mode="r")
+            img = tifffile.memmap(p, mode="r")
         except (ValueError, TypeError, OSError):
-            img = tifffile.imread(self.files[k])
+            try:
+                img = tifffile.imread(p)
+            except FileNotFoundError:
+                raise FileNotFoundError(f"TIFF file {p!r} (frame {k}) no longer exists") \
+                    from None
+            except Exception as e:
+                raise ValueError(f"cannot read TIFF file {p!r} (frame {k} of the stack): "
+                                 f"{type(e).__name__}: {e}") from e
+        if img.size != self.per_file * self.shape[1] * self.shape[2]:
+            raise ValueError(f"TIFF file {p!r} (frame {k}) now holds {img.shape}, not "
+                             f"{(self.per_file,) + self.shape[1:]} as when the stack was opened")
         return img.reshape((self.per_file,) + self.shape[1:])
 
     def read(self, key):

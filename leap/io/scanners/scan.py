@@ -191,14 +191,42 @@ class Scan:
         return fig
 
     # ---------------------------------------------------- geometry checks
-    def find_center_col(self, data=None, **kwargs) -> float:
+    def find_center_col(self, data=None, *, i_row=None, margin: int | None = None,
+                        **kwargs) -> float:
         """The detector column of the rotation axis estimated from the data (conjugate
         rays, :func:`leap.geometric_calibration.find_center_col`): ``data`` the line
-        integrals (default: :meth:`attenuation`, read whole). Returns the column; use
-        :meth:`with_center_col` to apply it."""
+        integrals (default: :meth:`attenuation`). Returns the column; use
+        :meth:`with_center_col` to apply it.
+
+        Memory stays bounded: the search compares conjugate rays along one detector row
+        (``i_row``, default the row nearest the central ray), so only a band of rows
+        around it is read (``margin`` rows each side, default 3 plus the rows a tilted
+        detector's row crosses), and the search runs on the geometry cropped to that
+        band: the same estimate as from the whole scan, from views × band × columns of
+        data. (Parallel scans shorter than 225° compare all rows in LEAP; here those of
+        the band.) ``data`` given as an array is searched whole, as before."""
         from ...geometric_calibration import find_center_col
-        g = np.asarray(self.attenuation() if data is None else data, dtype=np.float32)
-        return float(find_center_col(self.system.geometry, g, **kwargs)[0])
+        geo = self.system.geometry
+        if data is not None:
+            g = np.ascontiguousarray(np.asarray(data, dtype=np.float32))
+            return float(find_center_col(geo, g, i_row=i_row, **kwargs)[0])
+        first, stop, row = self._row_band(i_row, margin)
+        band = np.ascontiguousarray(self.attenuation()[:, first:stop, :], dtype=np.float32)
+        cropped = geo.cropped(first, stop, 0, geo.detector.num_cols)
+        return float(find_center_col(cropped, band, i_row=row - first, **kwargs)[0])
+
+    def _row_band(self, i_row, margin):
+        """(first, stop, row): the rows a one-row conjugate-ray search reads."""
+        d = self.system.geometry.detector
+        nr = d.num_rows
+        row = max(0, min(nr - 1, int(np.floor(0.5 + d.center_row)))) \
+            if i_row is None or not 0 <= i_row <= nr - 1 else int(i_row)
+        if margin is None:
+            tilt = float(getattr(self.system.geometry, "tilt", 0.0) or 0.0)
+            margin = 3 + int(np.ceil(abs(np.tan(tilt)) * d.num_cols))
+        if isinstance(margin, bool) or int(margin) != margin or margin < 0:
+            raise ValueError(f"margin must be a whole number of rows >= 0, got {margin!r}")
+        return max(0, row - int(margin)), min(nr, row + int(margin) + 1), row
 
     def with_center_col(self, center_col: float) -> "Scan":
         """The scan with the detector's centre column set to ``center_col``."""
@@ -207,10 +235,16 @@ class Scan:
             detector=g.detector.with_changes(center_col=float(center_col))))
 
     def find_tilt(self, data=None) -> float:
-        """The detector's tilt about the optical axis (radians) estimated from two views
-        180° apart (:func:`leap.geometric_calibration.find_tilt`)."""
-        from ...geometric_calibration import find_tilt
-        g = np.asarray(self.attenuation() if data is None else data, dtype=np.float32)
+        """The detector's tilt about the optical axis (degrees, as
+        :func:`leap.geometric_calibration.find_tilt` returns it) estimated from two views
+        180° apart: ``data`` the line integrals, default :meth:`attenuation` of which only
+        the views those two projections need are read
+        (:func:`~leap.geometric_calibration.tilt_from_views`)."""
+        from ...geometric_calibration import find_tilt, tilt_from_views
+        if data is None:
+            # Reads only the views the two conjugate projections need (lazily).
+            return float(tilt_from_views(self.system.geometry, self.attenuation()))
+        g = np.ascontiguousarray(np.asarray(data, dtype=np.float32))
         return float(find_tilt(self.system.geometry, g))
 
 
