@@ -102,8 +102,8 @@ from .xrayphysics_spectra import SpectraMixin
 
 __all__ = ["xrayPhysics", "materialFormulas", "materialDensities", "np", "os", "sys"]
 
-#: XrayPhysics' module-level library: name -> formula (or mass-fraction mixture) and
-#: name -> density in g/cm^3.
+#: The material library that XrayPhysics keeps at module level, as two dicts (name to
+#: formula or mass-fraction mixture, and name to density in g/cm^3).
 materialFormulas, materialDensities = _library()
 
 

@@ -4,21 +4,18 @@ Registered with :func:`torch.library.custom_op`, so ``torch.compile`` (Dynamo an
 Inductor), ``torch.export`` and AOTAutograd see each as one opaque node with a fake
 (meta) implementation for its shapes, instead of tracing into Numba:
 
-====================================  =====================================================
-op                                    computes
-====================================  =====================================================
-``leap::project(x, system)``          projections of volumes ``(*batch, nz, ny, nx)``
-``leap::backproject(x, system)``      the matched back-projection of ``(*batch, na, nr, nc)``
-``leap::fbp(x, system)``              FBP of projections
-``leap::fbp_adjoint(x, system)``      the exact adjoint of FBP, volumes → projections
-``leap::modular_project(f, s, c, r,   projection through a modular beam given as four
-col, detector, volume)``              ``(views, 3)`` tensors (differentiable in them)
-``leap::modular_backproject(...)``    its transpose
-``leap::modular_geometry_vjp(f, g,    the geometry's vector–Jacobian product of the two
-s, c, r, col, detector, volume)``     above (four tensors like s, c, r, col)
-``leap::log_transmission(L, mu,       the polychromatic layer's ``−log Σ_E w_E exp(−Σ_m
-theta, log_mode)``                    μ_mE L_m)``, L (B, M, N) → (B, N)
-====================================  =====================================================
+* ``leap::project(x, system)``: projections of volumes ``(*batch, nz, ny, nx)``;
+* ``leap::backproject(x, system)``: the matched back-projection of
+  ``(*batch, na, nr, nc)``;
+* ``leap::fbp(x, system)``: FBP of projections;
+* ``leap::fbp_adjoint(x, system)``: the exact adjoint of FBP, volumes → projections;
+* ``leap::modular_project(f, s, c, r, col, detector, volume)``: projection through a
+  modular beam given as four ``(views, 3)`` tensors (differentiable in them);
+* ``leap::modular_backproject(...)``: its transpose;
+* ``leap::modular_geometry_vjp(f, g, s, c, r, col, detector, volume)``: the geometry's
+  vector–Jacobian product of the two above (four tensors like s, c, r, col);
+* ``leap::log_transmission(L, mu, theta, log_mode)``: the polychromatic layer's
+  ``−log Σ_E w_E exp(−Σ_m μ_mE L_m)``, L (B, M, N) → (B, N).
 
 ``system`` is a registry key (:func:`leap.torch.register_system`, :mod:`leap.torch._systems`);
 ``detector`` is ``[num_rows, num_cols, pixel_height, pixel_width]`` and ``volume``
