@@ -47,6 +47,9 @@ nitpick_ignore = [
     ("py:class", "distributed.Client"),       # Dask
     ("py:mod", "scipy.sparse.linalg"),
     ("py:class", "Module"),                   # torch.nn.Module, base of leap.torch's modules
+    ("py:func", "torch.library.custom_op"),   # torch's custom-op API (leap.torch.ops)
+    ("py:func", "torch.library.register_autograd"),
+    ("py:func", "torch.library.opcheck"),
 ]
 
 # --------------------------------------------------------------------- autodoc

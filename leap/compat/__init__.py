@@ -11,10 +11,13 @@ the core through one :class:`leap.system.CTSystem` (``tomographicModels().system
 - :mod:`.filter_sequence`: LEAP's ``leap_filter_sequence`` (denoising filters and
   regularisers for the iterative methods);
 - :mod:`.preprocessing`: LEAP's ``leap_preprocessing_algorithms``;
-- :mod:`.dictionaries`: LEAP's ``utils/generateDictionary.py``.
+- :mod:`.dictionaries`: LEAP's ``utils/generateDictionary.py``;
+- :mod:`.xrayphysics`: LLNL XrayPhysics' ``xrayPhysics`` class over :mod:`leap.physics`
+  (its spectrum methods in :mod:`.xrayphysics_spectra`).
 
 The top-level shims ``leapctype``, ``leaptorch``, ``leap_filter_sequence`` and
-``leap_preprocessing_algorithms`` re-export these under LEAP's module names.
+``leap_preprocessing_algorithms`` (and ``xrayphysics``) re-export these under LEAP's
+module names.
 """
 from .model import tomographicModels
 
