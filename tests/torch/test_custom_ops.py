@@ -4,7 +4,9 @@
 must keep working (dtypes, autocast, copies, ``torch.save``)."""
 import copy
 import io
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import textwrap
@@ -323,7 +325,10 @@ def test_ddp_two_processes_equal_one(tmp_path):
             return torch.cat([p.grad.reshape(-1) for p in net.parameters()])
 
         def rank(r, out):
-            dist.init_process_group("gloo", rank=r, world_size=2)
+            import datetime
+            # the loopback only, and an error rather than a wait past two minutes
+            dist.init_process_group("gloo", init_method=os.environ["LEAP_TEST_INIT"], rank=r,
+                                    world_size=2, timeout=datetime.timedelta(seconds=120))
             net = torch.nn.parallel.DistributedDataParallel(model())
             g = grads(net, data[r:r + 1])
             if r == 0:
@@ -335,18 +340,26 @@ def test_ddp_two_processes_equal_one(tmp_path):
             with socket.socket() as sock:            # a free port on the loopback
                 sock.bind(("127.0.0.1", 0))
                 port = sock.getsockname()[1]
-            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            os.environ.update(LEAP_TEST_INIT=f"tcp://127.0.0.1:{{port}}", GLOO_SOCKET_IFNAME="lo")
             out = sys.argv[1]
             torch.multiprocessing.spawn(rank, args=(out,), nprocs=2)
             one = grads(model(), data)
             print("max difference", float((torch.load(out) - one).abs().max()),
                   "scale", float(one.abs().max()))
     """))
-    res = subprocess.run([sys.executable, str(script), str(tmp_path / "g.pt")],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    diff, scale = (float(v) for v in res.stdout.split()[-3::2])
-    assert diff <= 1e-6 * scale, res.stdout
+    # its own process group, so that a run past the limit is ended with its workers
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "g.pt")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=400)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, stderr[-3000:]
+    diff, scale = (float(v) for v in stdout.split()[-3::2])
+    assert diff <= 1e-6 * scale, stdout
 
 
 def test_copies_of_a_fixed_system_outlive_the_original():
