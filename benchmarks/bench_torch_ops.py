@@ -3,9 +3,11 @@
 Two measures (CPU, one process; run it once per commit to compare, alternating):
 
 * **overhead**: a tiny cone-beam problem (16³ volume, 8 views of 16 x 16), where the
-  kernels take little time, so what is timed is mostly the Python around them: a
-  ``Projector`` forward, and a forward + backward, each best of ``--repeats`` blocks of
-  ``--calls`` calls (µs per call).
+  kernels take little time: a ``Projector`` forward, and a forward + backward, against
+  the kernels alone (``CTSystem.project`` / ``backproject`` into preallocated arrays),
+  each best of ``--repeats`` blocks of ``--calls`` calls taken in turns (µs per call);
+  the differences are the Python around the kernels. Run with ``NUMBA_NUM_THREADS=1``
+  for steadier figures.
 * **training step**: a small network with the projector inside (3-D conv → project →
   loss against a target sinogram → backward → an SGD update), eager against
   ``torch.compile(step, fullgraph=True)`` with the ``eager`` and ``inductor`` back-ends
@@ -47,27 +49,49 @@ def best_per_call(fn, calls, repeats):
     return best
 
 
+def interleaved_best(fns, calls, repeats):
+    """Best µs per call of each of ``fns``, measured in turns (a block of each, then the
+    next round), so that a slow spell of the machine hits them alike."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
 def overhead(args):
     proj = make_projector(args.size, args.views)
     f = torch.rand(1, args.size, args.size, args.size)
     fg = f.clone().requires_grad_(True)
-    vol = proj.leapct.system.volume_shape
-
-    def forward():
-        proj(f)
+    system = proj.leapct.system
+    out = np.empty(system.projection_shape, np.float32)
+    vol = np.empty(system.volume_shape, np.float32)
+    g = np.asarray(proj(f)[0])
 
     def forward_backward():
         proj(fg).sum().backward()
 
-    def kernel_only():
-        proj.leapct.system.project(f.numpy()[0])
-
-    print(f"overhead: {args.size}³ volume {vol}, {args.views} views, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
-    for name, fn in (("system.project (NumPy, no torch)", kernel_only),
-                     ("Projector forward", forward), ("forward + backward", forward_backward)):
-        t = best_per_call(fn, args.calls, args.repeats)
-        print(f"  {name:34s} {t * 1e6:9.1f} µs/call")
+    fns = {
+        # the kernels alone, writing into preallocated arrays (the NumPy API's floor)
+        "kernel: project": lambda: system.project(f.numpy()[0], out=out),
+        "kernel: back-project": lambda: system.backproject(g, out=vol),
+        "Projector forward": lambda: proj(f),
+        "forward + backward": forward_backward,
+    }
+    t = interleaved_best(fns, args.calls, args.repeats)
+    print(f"overhead: {args.size}³ volume, {args.views} views, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch threads")
+    for name, v in t.items():
+        print(f"  {name:34s} {v:9.1f} µs/call")
+    kp, kb = t["kernel: project"], t["kernel: back-project"]
+    print(f"  {'overhead of forward':34s} {t['Projector forward'] - kp:9.1f} µs/call")
+    print(f"  {'overhead of forward + backward':34s} "
+          f"{t['forward + backward'] - kp - kb:9.1f} µs/call")
 
 
 class Net(torch.nn.Module):

@@ -110,17 +110,23 @@ class CTOperator:
         (the public entry points check them, see :func:`check_input`). float32 contiguous
         input is not copied; other dtypes are computed in float32, the kernels' precision.
         """
-        batch = x.shape[:-3]
-        xs = x.detach().resolve_neg().resolve_conj()
-        xs = xs.to(torch.float32).contiguous().reshape(-1, *self.in_shape)
-        out = torch.empty((xs.shape[0], *self.out_shape), dtype=torch.float32, device=x.device)
+        batch, out_shape = x.shape[:-3], self.out_shape
+        xs = x.detach()
+        if xs.is_neg():                      # a lazily negated view: its values, not its bits
+            xs = xs.resolve_neg()
+        if xs.dtype != torch.float32 or not xs.is_contiguous():
+            xs = xs.to(torch.float32).contiguous()
+        n = xs.numel() // max(1, xs.shape[-3] * xs.shape[-2] * xs.shape[-1]) if batch else 1
+        out = torch.empty((*batch, *out_shape), dtype=torch.float32, device=x.device)
         if x.device.type == "cpu":
             xs, out_view = xs.numpy(), out.numpy()
         else:
             out_view = out
-        for b in range(xs.shape[0]):
+        xs = xs.reshape(n, *xs.shape[-3:])            # views: both are contiguous
+        out_view = out_view.reshape(n, *out_shape)
+        for b in range(n):
             self._apply_one(xs[b], out_view[b])
-        return out.reshape(*batch, *self.out_shape).to(x.dtype)
+        return out if x.dtype == torch.float32 else out.to(x.dtype)
 
 
 def check_input(x, op: CTOperator, name: str = "input", devices=("cpu", "cuda")) -> None:

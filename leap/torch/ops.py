@@ -53,7 +53,7 @@ Tensor = torch.Tensor
 def _in_functorch() -> bool:
     """Inside a torch.func transform (and not being compiled)."""
     return (not torch.compiler.is_compiling()
-            and torch._C._functorch.peek_interpreter_stack() is not None)
+            and torch._C._are_functorch_transforms_active())
 
 
 def _loop_vmap(op, in_dims, args):
@@ -71,11 +71,16 @@ def _loop_vmap(op, in_dims, args):
 
 
 # =============================================================== linear ops
+def _linear_impl(kind, x, key):
+    """The body of ``leap::<kind>``: checks, then the kernels (no autograd)."""
+    op = CTOperator(kind=kind, system=system_for(key))
+    check_input(x, op)
+    return op(x)
+
+
 def _linear_op(kind):
     def impl(x, system):
-        op = CTOperator(kind=kind, system=system_for(system))
-        check_input(x, op)
-        return op(x)
+        return _linear_impl(kind, x, system)
 
     def fake(x, system):
         op = CTOperator(kind=kind, system=system_for(system))
@@ -91,7 +96,9 @@ def _linear_op(kind):
         ctx.system = system_for(inputs[1])   # keeps the registry entry alive until backward
 
     def backward(ctx, grad):
-        return linear(grad, KINDS[kind][0], ctx.system_key), None
+        # The adjoint op itself (differentiable by its own registration): this runs when
+        # the op does, under torch.compile/export/AOTAutograd, on traced tensors too.
+        return LINEAR_OPS[KINDS[kind][0]](grad, ctx.system_key), None
 
     op.register_autograd(backward, setup_context=setup_context)
 
@@ -109,13 +116,16 @@ LINEAR_OPS = {kind: _linear_op(kind) for kind in KINDS}
 
 
 class _Linear(torch.autograd.Function):
-    """The linear ops inside torch.func transforms (see the module docstring)."""
+    """The linear ops in eager mode and inside torch.func transforms (see the module
+    docstring): the op's body, with the op's derivatives."""
 
     generate_vmap_rule = True
 
     @staticmethod
     def forward(x, kind, key):
-        return LINEAR_OPS[kind](x, key)
+        if _in_functorch():          # vmap hands over batched tensors: the op's vmap rule
+            return LINEAR_OPS[kind](x, key)
+        return _linear_impl(kind, x, key)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -131,11 +141,33 @@ class _Linear(torch.autograd.Function):
         return linear(tangent, ctx.kind, ctx.system_key)
 
 
+class _LinearEager(torch.autograd.Function):
+    """The linear ops in plain eager mode: the op's body and derivatives, as a Function
+    in the ``forward(ctx, ...)`` form, whose ``apply`` binds no signature (the
+    ``setup_context`` form's ``apply`` calls ``inspect.signature`` on every call)."""
+
+    @staticmethod
+    def forward(ctx, x, kind, key):
+        ctx.kind, ctx.system_key = kind, key
+        ctx.system = system_for(key)
+        return _linear_impl(kind, x, key)
+
+    backward = _Linear.backward
+    jvp = _Linear.jvp
+
+
 def linear(x, kind: str, key: str) -> Tensor:
-    """``torch.ops.leap.<kind>(x, key)``, differentiable (also inside torch.func)."""
-    if _in_functorch():
+    """``torch.ops.leap.<kind>(x, key)``, differentiable (also inside torch.func).
+
+    Under ``torch.compile`` / ``torch.export`` the op itself; otherwise an equivalent
+    Function that calls the op's body directly (a custom op's Python dispatch costs
+    about as much again as the rest of a tiny problem's overhead): inside torch.func
+    transforms one with ``setup_context`` and a vmap rule, else a plain one."""
+    if torch.compiler.is_compiling():
+        return LINEAR_OPS[kind](x, key)
+    if torch._C._are_functorch_transforms_active():
         return _Linear.apply(x, kind, key)
-    return LINEAR_OPS[kind](x, key)
+    return _LinearEager.apply(x, kind, key)
 
 
 # ============================================================== modular ops
