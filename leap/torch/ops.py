@@ -163,8 +163,8 @@ def linear(x, kind: str, key: str) -> Tensor:
     Function that calls the op's body directly (a custom op's Python dispatch costs
     about as much again as the rest of a tiny problem's overhead): inside torch.func
     transforms one with ``setup_context`` and a vmap rule, else a plain one."""
-    if torch.compiler.is_compiling():
-        return LINEAR_OPS[kind](x, key)
+    if torch.compiler.is_compiling() or (isinstance(x, torch.Tensor) and x.is_meta):
+        return LINEAR_OPS[kind](x, key)            # meta tensors: the op's fake
     if torch._C._are_functorch_transforms_active():
         return _Linear.apply(x, kind, key)
     return _LinearEager.apply(x, kind, key)
