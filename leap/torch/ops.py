@@ -31,9 +31,12 @@ per op (a vmapped dimension of the data folds into the op's batch dimension; any
 else is looped). ``torch.func`` transforms (grad, vjp, jvp, jacrev, jacfwd, hessian)
 cannot run a custom op's autograd registration, so the Python entry points
 (:func:`linear`, :func:`modular`, :func:`log_transmission`) run, inside such a
-transform only, through an equivalent ``torch.autograd.Function`` with
-``setup_context``, the same backward, a vmap rule and, for the linear ops, ``jvp``
-(the op itself). Under ``torch.compile`` they always call the op.
+transform, through an equivalent ``torch.autograd.Function`` with ``setup_context``,
+the same backward, a vmap rule and, for the linear ops, ``jvp`` (the op itself). Under
+``torch.compile`` and ``torch.export`` they call the op. In plain eager mode
+:func:`linear` runs the op's body through a ``forward(ctx)`` Function with the same
+derivatives: a custom op's Python dispatch would more than double the per-call cost of
+a small problem's Python (``benchmarks/bench_torch_ops.py``).
 """
 from __future__ import annotations
 

