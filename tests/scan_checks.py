@@ -24,3 +24,15 @@ def fbp_error(system, g, phantom):
     truth = voxelized(system.volume, phantom)
     rec = system.fbp(np.ascontiguousarray(g, dtype=np.float32))
     return float(np.linalg.norm(rec - truth) / np.linalg.norm(truth))
+
+
+def fov_error(system, rec, phantom):
+    """Relative L2 error of ``rec`` against the voxelised phantom (one sample per voxel)
+    inside 0.9 of the field of view."""
+    v = system.volume
+    truth = phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
+                             v.voxel_height)
+    x, y = np.meshgrid(v.x_samples(), v.y_samples())
+    inside = np.broadcast_to(x ** 2 + y ** 2 <= (0.9 * system.geometry.fov_radius()) ** 2,
+                             truth.shape)
+    return float(np.linalg.norm((rec - truth)[inside]) / np.linalg.norm(truth[inside]))

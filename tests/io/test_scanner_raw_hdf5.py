@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.geometry.rays import pixel_rays
+from scan_checks import fov_error, line_integrals  # noqa: E402
 from leap.io import open_scan
 from leap.io.scanners import MissingWhiteLevelWarning, raw_hdf5
 from leap.io.scanners._common import ScanFormatError, default_system
@@ -36,27 +36,15 @@ def _phantom(r, h):
                       radii=(0.18 * r, 0.25 * r, 0.2 * h), value=1.0 / r)])
 
 
-def _error(system, rec, phantom):
-    """Relative L2 error of ``rec`` against the voxelised phantom inside 0.9 of the FOV."""
-    v = system.volume
-    truth = phantom.voxelize(v.x_samples(), v.y_samples(), v.z_samples(), v.voxel_width,
-                             v.voxel_height)
-    x, y = np.meshgrid(v.x_samples(), v.y_samples())
-    inside = np.broadcast_to(x ** 2 + y ** 2 <= (0.9 * system.geometry.fov_radius()) ** 2,
-                             truth.shape)
-    return float(np.linalg.norm((rec - truth)[inside]) / np.linalg.norm(truth[inside]))
-
-
 def _by_hand(geometry, phantom):
     s = default_system(geometry)
-    org, dirs = pixel_rays(geometry)
-    g = phantom.line_integrals(org.reshape(-1, 3), dirs.reshape(-1, 3))
-    return _error(s, s.fbp(g.reshape(geometry.projection_shape).astype(np.float32)), phantom)
+    g = line_integrals(geometry, phantom)
+    return fov_error(s, s.fbp(g.astype(np.float32)), phantom)
 
 
 def _from_file(scan, phantom):
     g = np.asarray(scan.attenuation(), dtype=np.float32)
-    return _error(scan.system, scan.system.fbp(g), phantom)
+    return fov_error(scan.system, scan.system.fbp(g), phantom)
 
 
 def write_diamond(folder, *, pixel=True, units="deg"):

@@ -34,6 +34,16 @@ def default_system(geometry, *, scale: float = 1.0) -> CTSystem:
     return CTSystem(geometry=geometry, volume=volume_from_leap(geometry, **v))
 
 
+def text_lines(path) -> list:
+    """The lines of a vendor's text file (UTF-8, undecodable bytes replaced); raises
+    ScanFormatError naming the file if it cannot be read."""
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError as e:
+        raise ScanFormatError(path, f"cannot be read: {e}") from None
+
+
 def number(path, metadata: dict, key: str, *, default=None, positive=False) -> float:
     """``metadata[key]`` as a finite float (``default`` when missing, if given); raises
     ScanFormatError naming the file and key otherwise."""

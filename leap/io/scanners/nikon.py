@@ -63,7 +63,7 @@ import numpy as np
 
 from ...geometry import ConeBeam, Detector, ModularBeam
 from ..lazy import Oriented, Source, TiffStack, binning_pair
-from ._common import (ScanFormatError, check_monotonic, default_system, number,
+from ._common import (ScanFormatError, check_monotonic, default_system, number, text_lines,
                       warn_no_white_level, white_level as constant_flat)
 from .scan import Scan
 
@@ -75,11 +75,7 @@ def read_ini(path, as_text: bool = False) -> dict:
     """``key=value`` lines of an INI-style vendor file as a flat dict (first occurrence of
     a key wins; sections are not part of the key); values that read as finite numbers
     become floats unless ``as_text``. Raises ScanFormatError for an unreadable file."""
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise ScanFormatError(path, f"cannot be read: {e}") from None
+    lines = text_lines(path)
     out = {}
     for line in lines:
         s = line.strip()

@@ -69,7 +69,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..lazy import Constant, Oriented, binning_pair
-from ._common import ScanFormatError, check_monotonic, default_system, parse_number
+from ._common import (ScanFormatError, check_monotonic, default_system, parse_number,
+                      text_lines)
 from ._raw import RawFrames
 from ._tigre import check_writable, tigre_cone, tigre_terms
 from .nikon import stack
@@ -165,11 +166,7 @@ def read_scan_parameter(path) -> dict:
 def read_txt(path) -> dict:
     """A ``.txt`` parameter file's ``value<TAB>label`` lines as ``{label: value}``
     (labels and values stripped; the first occurrence wins)."""
-    try:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise ScanFormatError(path, f"cannot be read: {e}") from None
+    lines = text_lines(path)
     out = {}
     for line in lines:
         parts = [s.strip().strip('"') for s in line.split("\t") if s.strip()]
