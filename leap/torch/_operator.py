@@ -15,6 +15,7 @@ Other strides and floating dtypes are made contiguous float32 first.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,7 +117,7 @@ class CTOperator:
             xs = xs.resolve_neg()
         if xs.dtype != torch.float32 or not xs.is_contiguous():
             xs = xs.to(torch.float32).contiguous()
-        n = xs.numel() // max(1, xs.shape[-3] * xs.shape[-2] * xs.shape[-1]) if batch else 1
+        n = math.prod(batch)
         out = torch.empty((*batch, *out_shape), dtype=torch.float32, device=x.device)
         if x.device.type == "cpu":
             xs, out_view = xs.numpy(), out.numpy()
