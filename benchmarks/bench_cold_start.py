@@ -31,7 +31,7 @@ cone project        first :func:`leap.project` of a 128³ volume (0.5 mm voxels)
                     sod 500 mm, sdd 1000 mm: compilation plus one projection.
 cone project again  the same call a second time: the run time alone, so the first
                     call's compilation is the difference.
-cone fbp            first :func:`leap.fbp.fbp` of the same scan (filtering and the
+cone fbp            first :func:`leap.reconstruction.fbp.fbp` of the same scan (filtering and the
                     back-projector compile here).
 cone fbp again      the same call again.
 parallel project    first projection of a small (32³, 30 views, 32² detector) parallel
@@ -80,7 +80,7 @@ t0 = time.perf_counter()
 times = {}
 t = time.perf_counter(); import numpy as np; times["import numpy"] = time.perf_counter() - t
 t = time.perf_counter(); import leap; times["import leap"] = time.perf_counter() - t
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 
 def step(name, fn):
     t = time.perf_counter()

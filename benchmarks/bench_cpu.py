@@ -46,10 +46,10 @@ grows ×6.8 to 8.7 (2 cores, AMD EPYC). ``--sizes`` replaces the two volume edge
 ``--sizes 128 256``). A full run takes about half an hour (a 512³ cone-family call takes
 15 to 35 s on 2 cores); ``--small-only`` runs the first size alone.
 ``--stages`` adds FBP's two stages as the public functions run them, so each one's growth
-shows: ``fbp:filter`` (:func:`leap.fbp.filter_projections`: weighting and ramp
+shows: ``fbp:filter`` (:func:`leap.reconstruction.fbp.filter_projections`: weighting and ramp
 filtering, a cost in detector pixels × views, ×4 to ×4.5 per doubled edge) and
-``fbp:backproj`` (:func:`leap.fbp.weighted_backproject` of the filtered views: voxels ×
-views). :func:`leap.fbp.fbp` filters straight into what the back-projector reads,
+``fbp:backproj`` (:func:`leap.reconstruction.fbp.weighted_backproject` of the filtered views: voxels ×
+views). :func:`leap.reconstruction.fbp.fbp` filters straight into what the back-projector reads,
 without the projection-sized array ``filter_projections`` returns.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ from functools import partial
 import numpy as np
 
 import leap
-from leap.fbp import fbp, filter_projections, weighted_backproject
+from leap.reconstruction.fbp import fbp, filter_projections, weighted_backproject
 
 
 def _cone(n, views=180, turns=1.0, curved=False, pitch_fraction=0.0):

@@ -34,7 +34,7 @@ import numpy as np
 
 import leap
 from leap import arrays
-from leap.fbp import fbp, fbp_adjoint
+from leap.reconstruction.fbp import fbp, fbp_adjoint
 
 TOL = 1e-5
 results = {"checks": {}, "bench": {}}

@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 import leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.operators import project
 
 

@@ -2,11 +2,14 @@
 
 Importing leap never imports torch, cupy or CUDA.
 """
-from . import _threading  # noqa: F401  (first: TBB must be loaded before any parallel kernel runs)
+from . import _moved
+from .devices import _threading  # noqa: F401  (first: TBB must be loaded before any parallel kernel runs)
 from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
 from ._version import __version__
 from .operators import backproject, project
+
+_moved.install()
 
 
 def __getattr__(name):
@@ -14,6 +17,9 @@ def __getattr__(name):
     if name == "tomographicModels":
         from .compat import tomographicModels
         return tomographicModels
+    moved = _moved.attribute(name)         # an old module path (leap.fbp, leap.gpu, ...)
+    if moved is not None:
+        return moved
     raise AttributeError(f"module 'leap' has no attribute {name!r}")
 
 

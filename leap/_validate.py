@@ -2,7 +2,7 @@
 
 Each raises ``TypeError`` or ``ValueError`` with a message that names the argument, what
 was expected and how to fix it. Arrays are checked once, where they enter the core
-(:mod:`leap.operators`, :mod:`leap.fbp`, :mod:`leap.system` and the facade), so the
+(:mod:`leap.operators`, :mod:`leap.reconstruction.fbp`, :mod:`leap.system` and the facade), so the
 kernels can trust them.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from . import arrays as _arrays
+from .devices import arrays as _arrays
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .kernels.cpu import threads
 

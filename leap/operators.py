@@ -3,12 +3,12 @@
 The core API: functions of (geometry, volume, array) that return an array. ``out``
 is optional; when given it is written into and returned.
 
-Dispatch by array kind (:mod:`leap.arrays`):
+Dispatch by array kind (:mod:`leap.devices.arrays`):
 
 * NumPy in → NumPy out. The Numba CPU kernels run, unless GPUs are selected
-  (``devices=`` here, or :func:`leap.gpu.set_devices`, which the facade's
+  (``devices=`` here, or :func:`leap.devices.gpu.set_devices`, which the facade's
   ``set_gpu``/``set_gpus`` call): then the CUDA kernels run from host memory, split
-  over the devices and chunked to fit (``max_slices``; :mod:`leap.gpu`).
+  over the devices and chunked to fit (``max_slices``; :mod:`leap.devices.gpu`).
 * CUDA arrays (CuPy, torch CUDA tensors, Numba device arrays, anything with
   ``__cuda_array_interface__``) → the CUDA kernels on the array's device and the
   caller's current stream, zero-copy; the result has the input's kind (or is ``out``).
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
-from . import arrays as _arrays
+from .devices import arrays as _arrays
 from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
 from .kernels.cpu import launch as _cpu
 from .kernels.plan import make_plan
@@ -54,11 +54,11 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
         form this transposes (the adjoint of FBP's back-projection step).
     devices : int or list of int, optional
         NumPy inputs only: GPU(s) to run on (``-1``/``[]`` for the CPU). Default: the
-        selection of :func:`leap.gpu.set_devices` (initially the CPU). CUDA arrays
+        selection of :func:`leap.devices.gpu.set_devices` (initially the CPU). CUDA arrays
         always run on their own device.
     max_slices : int, optional
         NumPy inputs on GPUs: largest slab (slices) / view chunk; default
-        :func:`leap.gpu.get_max_slices` or what fits in free GPU memory.
+        :func:`leap.devices.gpu.get_max_slices` or what fits in free GPU memory.
 
     Returns
     -------
@@ -75,7 +75,7 @@ def project(geometry: Geometry, volume: Volume, f: np.ndarray, out: np.ndarray |
     plan = make_plan(geometry, volume, fov_radius=fov_radius,
                      fan_distance_weight=fan_distance_weight, slice_weights=slice_weights)
     if devs:
-        from . import gpu
+        from .devices import gpu
         return gpu.project_host(plan, f, g, devs, cap)
     return _cpu.project(plan, f, g)
 
@@ -111,7 +111,7 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
     plan = make_plan(geometry, volume, fov_radius=fov_radius,
                      fan_distance_weight=fan_distance_weight, slice_weights=slice_weights)
     if devs:
-        from . import gpu
+        from .devices import gpu
         return gpu.backproject_host(plan, g, f, devs, cap)
     return _cpu.backproject(plan, g, f)
 
@@ -119,15 +119,15 @@ def backproject(geometry: Geometry, volume: Volume, g: np.ndarray, out: np.ndarr
 # ---------------------------------------------------------------------- GPU dispatch
 
 def _gpu_selection(devices, max_slices):
-    """Devices for a NumPy call: explicit ``devices``, else leap.gpu's selection."""
-    from . import gpu
+    """Devices for a NumPy call: explicit ``devices``, else leap.devices.gpu's selection."""
+    from .devices import gpu
     return gpu.resolve(devices, max_slices)
 
 
 def _cuda_call(op, geometry, volume, x, out, fov_radius, fan_distance_weight,
                slice_weights):
     """project / backproject on CUDA arrays: the array's device, the caller's stream."""
-    from . import gpu
+    from .devices import gpu
     if op == "project":
         in_name, in_shape, out_shape = "f", volume.shape, geometry.projection_shape
     else:

@@ -59,7 +59,7 @@ class FBPOptions:
     ramp_filter : int
         LEAP's ramp filter order 0..12 (2 = Shepp–Logan, 12 = Ram–Lak).
     window : str
-        Extra apodisation window of :data:`leap.filters.WINDOWS` ('none', 'hann', …).
+        Extra apodisation window of :data:`leap.reconstruction.filters.WINDOWS` ('none', 'hann', …).
     lowpass : float
         LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
     offset_scan : bool
@@ -68,8 +68,8 @@ class FBPOptions:
         The projections are truncated (edge extrapolation in the filter).
     helical_window : float or None
         Helical scans only: δ, the half-width (radians, in (0, π/2]) of the taper of the
-        view weights (:func:`leap.fbp.helical_slice_weights`); None: as wide as the
-        detector allows (:func:`leap.fbp.helical_window`).
+        view weights (:func:`leap.reconstruction.fbp.helical_slice_weights`); None: as wide as the
+        detector allows (:func:`leap.reconstruction.fbp.helical_window`).
     """
 
     ramp_filter: int = 2
@@ -102,7 +102,7 @@ class Symmetric:
 @dataclass(frozen=True, eq=False)
 class Attenuated:
     """The attenuated Radon transform (parallel beams): attenuation map ``map`` (a
-    :class:`leap.special_models.AttenuationMap`, voxelised or a cylinder)."""
+    :class:`leap.reconstruction.special_models.AttenuationMap`, voxelised or a cylinder)."""
 
     map: object
 
@@ -209,7 +209,7 @@ class CTSystem:
         return f
 
     def _special(self):
-        from . import special_models
+        from .reconstruction import special_models
         return special_models
 
     def project(self, f, out=None):
@@ -250,7 +250,7 @@ class CTSystem:
         if isinstance(self.model, Attenuated):
             return self._special().attenuated_fbp(self.geometry, self.volume, g, self.model.map,
                                                   out=out, fov_radius=self._projector_fov())
-        from .fbp import fbp
+        from .reconstruction.fbp import fbp
         return fbp(self.geometry, self.volume, g, out=out, fov_radius=self.fov_radius,
                    **o.as_kwargs(), **self._devices())
 
@@ -260,7 +260,7 @@ class CTSystem:
             raise NotImplementedError(
                 f"the transpose of FBP is not available for the {type(self.model).__name__} "
                 "model; use the X-ray transform (no attenuation map, no axis of symmetry)")
-        from .fbp import fbp_adjoint
+        from .reconstruction.fbp import fbp_adjoint
         return fbp_adjoint(self.geometry, self.volume, f, out=out, fov_radius=self.fov_radius,
                            **self.fbp_options.as_kwargs(), **self._devices())
 
@@ -286,7 +286,7 @@ class CTSystem:
         if self.mask is not None:
             changes["mask"] = self.mask[z0:z1]
         if isinstance(self.model, Attenuated) and self.model.map.mu is not None:
-            from .special_models import AttenuationMap
+            from .reconstruction.special_models import AttenuationMap
             changes["model"] = Attenuated(AttenuationMap(mu=self.model.map.mu[z0:z1]))
         return self.with_changes(**changes)
 
@@ -327,14 +327,14 @@ class CTSystem:
         helical = bool(getattr(self.geometry, "is_helical", False))
         if for_fbp and helical and options.helical_window is None \
                 and hasattr(self.geometry, "normalized_helical_pitch"):
-            from .fbp import helical_window
+            from .reconstruction.fbp import helical_window
             options = dataclasses.replace(options, helical_window=helical_window(self.geometry))
         if for_fbp and not (helical and _equal_steps(self.geometry.view_angles())):
             v0, v1 = 0, self.geometry.num_angles
         if for_fbp:
             # A tilted detector's FBP resamples each view upright first; its taps reach a
             # few rows beyond those the slab's rays touch.
-            from .tilt_resampling import fbp_row_reach
+            from .reconstruction.tilt_resampling import fbp_row_reach
             reach = fbp_row_reach(self.geometry)
             r0, r1 = max(0, r0 - reach), min(self.geometry.detector.num_rows, r1 + reach)
         nc = self.geometry.detector.num_cols

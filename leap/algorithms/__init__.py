@@ -16,6 +16,11 @@ which stops the run by returning True.
 :func:`asd_pocs`            SART alternated with regulariser steps (iTV)
 :func:`mltr`                maximum likelihood for transmission data
 ==========================  ===================================================
+
+Beside them, what they use and what LEAP scripts call between iterations:
+:mod:`~leap.algorithms.regularization` (TV with LEAP's potential, other regularisers and
+denoising filters), :mod:`~leap.algorithms.dictionary_denoising` (sparse coding of
+patches) and :mod:`~leap.algorithms.masks` (the circular field of view, space carving).
 """
 from ._array import array_namespace
 from ._monitor import IterationMonitor

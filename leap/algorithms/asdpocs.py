@@ -118,7 +118,7 @@ def asd_pocs(op, g, f, num_iter, num_subsets, num_tv, regularizer, *, mask=None,
         projection mask; see :func:`leap.algorithms.sart`.
     num_iter, num_subsets, num_tv : iterations, SART subsets, TV steps per iteration.
     regularizer : object with ``gradient`` and ``cost`` (e.g. a filter sequence of TV
-        terms, :class:`leap.regularization.TotalVariation`), or with ``apply`` only.
+        terms, :class:`leap.algorithms.regularization.TotalVariation`), or with ``apply`` only.
     tv_step : the TV phase's path length as a multiple of the data step (default 1).
     omega : the iTV fraction (0 ≤ omega < 1; 0 forbids any loss of data fit).
     progress_power : exponent of ε_S/ε_prev in the TV budget (default 0.5; 0: none).
@@ -138,7 +138,7 @@ def asd_pocs(op, g, f, num_iter, num_subsets, num_tv, regularizer, *, mask=None,
         return f_in
     if regularizer is None or not (hasattr(regularizer, "apply") or _has_gradient(regularizer)):
         raise TypeError("ASD-POCS needs a regularizer with gradient(f) and cost(f), or an "
-                        "apply(f) method (e.g. leap.regularization.TotalVariation or a "
+                        "apply(f) method (e.g. leap.algorithms.regularization.TotalVariation or a "
                         "filterSequence)")
     tv_step, omega, power = float(tv_step), float(omega), float(progress_power)
     if not (math.isfinite(tv_step) and tv_step >= 0):

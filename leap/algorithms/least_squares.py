@@ -54,7 +54,7 @@ def rwls(op, g, f, num_iter, *, regularizer=None, weights=None, preconditioner=N
     f : volume, float32, ``op.domain_shape``; the starting point. A non-zero start is
         first scaled by ``<g, P f>/<P f, P f>`` (as LEAP).
     regularizer : object with ``cost``, ``gradient``, ``quad_form`` (or ``quadForm``),
-        e.g. :class:`leap.regularization.TotalVariation` or a ``filterSequence``.
+        e.g. :class:`leap.algorithms.regularization.TotalVariation` or a ``filterSequence``.
     weights : array of ``g``'s shape, a scalar, None (W = 1), or a callable ``W(r)``: a
         symmetric positive semi-definite linear map of projections (e.g. RDLS's −Δ).
     preconditioner : None, 'SQS' (separable quadratic surrogate ``1/(PᵀWP1)``), 'RAMP'

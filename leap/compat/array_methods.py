@@ -108,7 +108,7 @@ class ArrayMixin:
         """Check that ``g`` (numAngles, numRows, numCols) and ``f`` (numZ, numY, numX) are
         float32 C-contiguous arrays of one kind matching the geometry and volume; returns
         True or raises with what was expected (LEAP prints and returns False)."""
-        from .. import arrays
+        from ..devices import arrays
         if type(g) is not type(f):
             raise TypeError(f"g and f must be arrays of the same kind, got {type(g).__name__} "
                             f"and {type(f).__name__}")
@@ -142,7 +142,7 @@ class ArrayMixin:
     # -------------------------------------------------------------- devices
     def number_of_gpus(self):
         """Number of CUDA GPUs leap can use (0 without a CUDA driver)."""
-        from ..gpu import device_count
+        from ..devices.gpu import device_count
         return device_count()
 
     def set_maxSlicesForChunking(self, N):
@@ -198,17 +198,17 @@ class ArrayMixin:
     # ------------------------------------------------------------- utilities
     def expNeg(self, x):
         """``x ← exp(−x)`` in place (attenuation → transmission); returns x."""
-        from ..arrays import exp_neg
+        from ..devices.arrays import exp_neg
         return exp_neg(x)
 
     def negLog(self, x, gray_value=1.0):
         """``x ← −log(x / gray_value)`` in place (transmission → attenuation); returns x."""
-        from ..arrays import neg_log
+        from ..devices.arrays import neg_log
         return neg_log(x, _as_float("gray_value", gray_value))
 
     def optimalFFTsize(self, N):
         """LEAP's FFT length for N samples: the smallest 2^a·3^b ≥ N with a ≥ 1 (2 for N ≤ 2)."""
-        from ..filters import optimal_fft_size
+        from ..reconstruction.filters import optimal_fft_size
         return optimal_fft_size(_as_int("N", N))
 
     def set_projector(self, which="SF"):

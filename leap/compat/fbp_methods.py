@@ -10,12 +10,12 @@ from ..geometry._checks import integer as _as_int
 
 class FBPMixin:
     """``FBP``, ``filterProjections``, ``set_rampFilter`` … of
-    :class:`leap.compat.model.tomographicModels` (built on :mod:`leap.fbp`)."""
+    :class:`leap.compat.model.tomographicModels` (built on :mod:`leap.reconstruction.fbp`)."""
 
     def set_rampFilter(self, which):
         """Ramp filter: LEAP's order 0..12 (2 = Shepp–Logan, default; 12 = Ram-Lak), or
         (leap extension) a window name 'hann', 'hamming', 'cosine' on the Ram-Lak ramp."""
-        from ..filters import WINDOWS
+        from ..reconstruction.filters import WINDOWS
         if isinstance(which, str):
             if which.lower() not in WINDOWS:
                 raise ValueError(f"ramp filter window must be one of {sorted(WINDOWS)}, got {which!r}")
@@ -84,7 +84,7 @@ class FBPMixin:
         return r
 
     def fbp_options(self):
-        """The keyword options of :func:`leap.fbp.fbp` / :func:`leap.fbp.fbp_adjoint` that
+        """The keyword options of :func:`leap.reconstruction.fbp.fbp` / :func:`leap.reconstruction.fbp.fbp_adjoint` that
         reproduce this object's :meth:`FBP` (ramp filter, window, low-pass, offset and
         truncated scan, field of view)."""
         order, window = self._ramp_filter, "none"
@@ -95,8 +95,8 @@ class FBPMixin:
                     fov_radius=0.5 * self._fov_diameter if self._fov_diameter else None)
 
     def get_FBPscalar(self):
-        """LEAP's FBP scale factor (see :func:`leap.weights.fbp_scale`)."""
-        from ..weights import fbp_scale
+        """LEAP's FBP scale factor (see :func:`leap.reconstruction.weights.fbp_scale`)."""
+        from ..reconstruction.weights import fbp_scale
         return float(fbp_scale(self.core_geometry(), self.core_volume()))
 
     def FBP(self, g, f=None, inplace=False, *, client=None):
@@ -125,7 +125,7 @@ class FBPMixin:
     def filterProjections(self, g, g_out=None):
         """Apply FBP's weights and ramp filter to ``g`` (in place, or into ``g_out``);
         :meth:`weightedBackproject` of the result gives the FBP reconstruction."""
-        from ..fbp import filter_projections
+        from ..reconstruction.fbp import filter_projections
         geo, vol = self.core_geometry(), self.core_volume()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -143,7 +143,7 @@ class FBPMixin:
 
     def rampFilterProjections(self, g, scalar=1.0):
         """Ramp-filter the rows of ``g`` in place (no geometric weights), times ``scalar``."""
-        from ..fbp import ramp_filter_rows
+        from ..reconstruction.fbp import ramp_filter_rows
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -155,7 +155,7 @@ class FBPMixin:
     def _filtered_backprojection(self, g, f, row_filter, *, inplace=False, offset_scan=None):
         """FBP of ``g`` with ``row_filter(q, geometry)`` in place of the ramp filter (CPU,
         NumPy); ``inplace`` leaves the filtered data in ``g`` where the shapes allow."""
-        from ..fbp import _check_axial_modular, filter_projections, weighted_backproject
+        from ..reconstruction.fbp import _check_axial_modular, filter_projections, weighted_backproject
         from ..geometry import ModularBeam
         geo, vol = self.core_geometry(), self.core_volume()
         _validate.check_array("g", g, geo.projection_shape)
@@ -209,7 +209,7 @@ class FBPMixin:
         return g
 
     def _fbp_steps(self, g):
-        from ..fbp import _filter_steps
+        from ..reconstruction.fbp import _filter_steps
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -222,7 +222,7 @@ class FBPMixin:
         h[n] = 2/(πn) for odd n, 0 for even n (curved cone detectors: times s/sin(s),
         s = n·pixelWidth·sod/sdd / sod), zero-padded to a power of two ≥ 2·numCols (edge
         values extended for truncated scans). Returns ``g``."""
-        from ..filters import hilbert_filter_rows
+        from ..reconstruction.filters import hilbert_filter_rows
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         _validate.check_finite("g", g)
@@ -232,7 +232,7 @@ class FBPMixin:
         """LEAP's 2-D ramp filter of every z-slice of ``f``, in place: response
         √(X² + Y² − (XY/2)²)/voxelWidth with X = 2|sin(ω_x/2)| (likewise Y), zero-padded
         to ``optimalFFTsize(2·max(numY, numX))``. Returns ``f``."""
-        from ..filters import ramp_filter_volume
+        from ..reconstruction.filters import ramp_filter_volume
         _validate.check_array("f", f, self.core_volume().shape)
         _validate.check_finite("f", f)
         return ramp_filter_volume(f, self.core_volume().voxel_width)
@@ -251,7 +251,7 @@ class FBPMixin:
 
     def weightedBackproject(self, g, f):
         """The back-projection step of FBP (fan: distance weight; helical: view windows)."""
-        from ..fbp import weighted_backproject
+        from ..reconstruction.fbp import weighted_backproject
         f = weighted_backproject(self.core_geometry(), self.core_volume(), g, out=f,
                                  fov_radius=self.fbp_options()["fov_radius"])
         self.apply_volume_mask(f)

@@ -12,7 +12,7 @@ positive weight, each filter carrying its own ``weight``.
 
 Every filter takes the ``tomographicModels`` object as its first argument, as in
 LEAP; it is used only for settings such as the TV neighbourhood
-(``leapct.set_numTVneighbors``). The numerics are in :mod:`leap.regularization`
+(``leapct.set_numTVneighbors``). The numerics are in :mod:`leap.algorithms.regularization`
 and run on NumPy or CuPy arrays.
 
 Example (as in LEAP)::
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import regularization as _reg
+from ..algorithms import regularization as _reg
 from ..algorithms._array import array_namespace, check_no_overlap, vdot
 
 __all__ = ["denoisingFilter", "filterSequence", "TV", "LpNorm", "histogramSparsity",
@@ -171,7 +171,7 @@ class filterSequence:
 
 class TV(denoisingFilter):
     """Anisotropic total variation with LEAP's Huber-like potential (see
-    :mod:`leap.regularization`): ``weight · Σ_pairs ‖i−j‖⁻¹ h(f_i − f_j)``.
+    :mod:`leap.algorithms.regularization`): ``weight · Σ_pairs ‖i−j‖⁻¹ h(f_i − f_j)``.
 
     Choose ``delta`` below the contrast to preserve (LEAP suggests starting from a
     twentieth of the difference between two materials' values).
@@ -224,7 +224,7 @@ class TV(denoisingFilter):
 class LpNorm(denoisingFilter):
     """``weight · Σ h(B(f − f_0))``: LEAP's Huber-like potential of the (filtered) values.
 
-    ``B`` is the identity, or for ``FWHM`` > 1 the low-pass :func:`~leap.regularization.blur`
+    ``B`` is the identity, or for ``FWHM`` > 1 the low-pass :func:`~leap.algorithms.regularization.blur`
     of that FWHM (voxels), or for ``FWHM`` < −1 the high-pass ``I − blur``. The
     gradient uses B's exact transpose.
     """

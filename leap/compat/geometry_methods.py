@@ -4,8 +4,8 @@ geometric calibration, volume masks, resampling and small array helpers.
 The computations live in the core: the geometry classes' edits (``with_num_angles``,
 ``resized``, ``shifted``, ``spun``, ``reoriented``, ``rotated``),
 :mod:`leap.geometry.angles`, :mod:`leap.geometry.ranges`,
-:mod:`leap.geometric_calibration`, :mod:`leap.masks`, :mod:`leap.resample` and
-:mod:`leap.mar`. This mixin converts LEAP's arguments (degrees, pixel indices, LEAP
+:mod:`leap.preprocessing.geometric_calibration`, :mod:`leap.algorithms.masks`, :mod:`leap.preprocessing.resample` and
+:mod:`leap.preprocessing.mar`. This mixin converts LEAP's arguments (degrees, pixel indices, LEAP
 names, array kinds) for them and records the geometries they return as LEAP's
 parameters (``GeometryToolsMixin._record``).
 """
@@ -246,7 +246,7 @@ class GeometryToolsMixin:
         and a full, non-helical scan)."""
         if not self._offset_scan:
             return 0
-        from ..weights import offset_scan_extra_columns
+        from ..reconstruction.weights import offset_scan_extra_columns
         return offset_scan_extra_columns(self.core_geometry())
 
     def get_diameterFOV_min(self):
@@ -275,13 +275,13 @@ class GeometryToolsMixin:
         return are_equispaced(np.deg2rad(np.asarray(self.get_angles(), dtype=np.float64)))
 
     # ============================================================ calibration
-    # The searches live in :mod:`leap.geometric_calibration`; they check the geometry
+    # The searches live in :mod:`leap.preprocessing.geometric_calibration`; they check the geometry
     # kind and the data (shape, finite values).
     @staticmethod
     def _host(g):
         """Projections as a NumPy array (torch tensors and CuPy arrays are copied to the
         host; the core checks shape and values)."""
-        from ..arrays import is_cuda_array
+        from ..devices.arrays import is_cuda_array
         if _is_torch(g):
             return g.detach().cpu().numpy()
         if is_cuda_array(g):
@@ -297,7 +297,7 @@ class GeometryToolsMixin:
         searchBounds : [low, high] candidate centre columns (default: middle 54%).
         Parallel, fan and cone beams; needs ≥ 180° of untruncated data.
         """
-        from ..geometric_calibration import find_center_col
+        from ..preprocessing.geometric_calibration import find_center_col
         center_col, cost = find_center_col(self.core_geometry(), self._host(g), iRow, searchBounds,
                                            offset_scan=bool(self._offset_scan))
         self.set_centerCol(center_col)
@@ -306,7 +306,7 @@ class GeometryToolsMixin:
     def find_tau(self, g, iRow=-1, searchBounds=None):
         """Estimate tau (rotation-axis offset, mm) from conjugate rays of fan- or cone-beam
         data, set it, and return the cost. searchBounds: [low, high] in mm."""
-        from ..geometric_calibration import find_tau
+        from ..preprocessing.geometric_calibration import find_tau
         tau, cost = find_tau(self.core_geometry(), self._host(g), iRow, searchBounds,
                              offset_scan=bool(self._offset_scan))
         self.set_tau(tau)
@@ -317,14 +317,14 @@ class GeometryToolsMixin:
         projections 180° apart (fan/cone data rebinned to parallel rays). Changes no
         parameter: apply it with ``rotate_detector(alpha)`` (after convert_to_modularbeam)
         or set_tiltAngle. Works best once centerCol is right."""
-        from ..geometric_calibration import find_tilt
+        from ..preprocessing.geometric_calibration import find_tilt
         return find_tilt(self.core_geometry(), self._host(g))
 
     def conjugate_difference(self, g, alpha=0.0, centerCol=None):
         """Difference (numRows, numCols) float32 of two projections 180° apart, modelling a
         detector rotated by ``alpha`` degrees and the centre column ``centerCol``
         (default: the current one). Mostly noise when both are right."""
-        from ..geometric_calibration import conjugate_view_difference
+        from ..preprocessing.geometric_calibration import conjugate_view_difference
         cc = None if centerCol is None else _as_float("centerCol", centerCol)
         d = conjugate_view_difference(self.core_geometry(), self._host(g),
                                       _as_float("alpha", alpha), cc)
@@ -338,7 +338,7 @@ class GeometryToolsMixin:
         ``Delta_centerRow`` may be a list: [row, col], [row, col, tilt] or
         [row, col, tau, tilt] (for scipy.optimize.minimize). Lower is more consistent.
         """
-        from ..geometric_calibration import scan_consistency_cost
+        from ..preprocessing.geometric_calibration import scan_consistency_cost
         if isinstance(Delta_centerRow, (list, tuple, np.ndarray)):
             x = [float(t) for t in np.asarray(Delta_centerRow).ravel()]
             if len(x) == 2:
@@ -362,7 +362,7 @@ class GeometryToolsMixin:
         show up as structure. Scans shorter than a full turn get a plain FBP (as LEAP).
         ``inplace=True`` leaves the filtered data in ``g``. Returns ``f``.
         """
-        from ..geometric_calibration import derivative_filter, is_full_scan
+        from ..preprocessing.geometric_calibration import derivative_filter, is_full_scan
         geo = self.core_geometry()
         _validate.check_array("g", g, geo.projection_shape)
         if not is_full_scan(geo):
@@ -447,7 +447,7 @@ class GeometryToolsMixin:
     def windowFOV(self, f):
         """Zero the voxels outside the circular field of view (x² + y² > rFOV²), in place;
         returns f."""
-        from ..masks import window_fov
+        from ..algorithms.masks import window_fov
         if isinstance(f, np.ndarray):
             _validate.check_array("f", f, self.get_volume_dim())
         return window_fov(f, self.core_volume(), self._fov_radius())
@@ -458,14 +458,14 @@ class GeometryToolsMixin:
         Voxels seen by any ray with projection_mask 0 (a ray missing the object) become 0,
         the rest 1. projection_mask is restored afterwards. Returns vol_mask.
         """
-        from ..masks import space_carving
+        from ..algorithms.masks import space_carving
         return space_carving(self.system, projection_mask, vol_mask)
 
     def sinogram_replacement(self, g, priorSinogram, metalTrace, windowSize=None):
         """Metal artifact reduction: inside ``metalTrace`` (> 0), replace ``g`` in place by
         ``priorSinogram`` fitted (scale and shift) to the surrounding good data.
         windowSize: half-widths (views, rows, columns), default [3, 1, 50]. Returns True."""
-        from ..mar import sinogram_replacement
+        from ..preprocessing.mar import sinogram_replacement
         shape = self.get_projection_dim()
         for name, a in (("g", g), ("priorSinogram", priorSinogram), ("metalTrace", metalTrace)):
             if _is_torch(a):
@@ -491,7 +491,7 @@ class GeometryToolsMixin:
     def down_sample(self, factors, I, dims=None):
         """Anti-aliased down-sampling of a 3-D array by ``factors`` (3 values ≥ 1); output
         shape ``dims`` or ``int(N/factor)`` per axis. Returns a new array."""
-        from ..resample import down_sample
+        from ..preprocessing.resample import down_sample
         arr, t = self._as_numpy3(I, "I")
         out = down_sample(arr, factors, dims)
         return _torch().from_numpy(out).to(I.device) if t else out
@@ -499,13 +499,13 @@ class GeometryToolsMixin:
     def up_sample(self, factors, I, dims=None):
         """Linear up-sampling of a 3-D array by ``factors`` (3 values ≥ 1); output shape
         ``dims`` or ``int(N·factor)`` per axis. Returns a new array."""
-        from ..resample import up_sample
+        from ..preprocessing.resample import up_sample
         arr, t = self._as_numpy3(I, "I")
         out = up_sample(arr, factors, dims)
         return _torch().from_numpy(out).to(I.device) if t else out
 
     def _resample_detector(self, factors, g, dims, up):
-        from ..resample import detector_factors, resample_geometry
+        from ..preprocessing.resample import detector_factors, resample_geometry
         geo = self.core_geometry()
         f = detector_factors(factors)
         out = None
@@ -528,7 +528,7 @@ class GeometryToolsMixin:
         return self._resample_detector(factors, g, dims, up=True)
 
     def _resample_volume(self, factors, f, dims, up):
-        from ..resample import resample_volume, volume_factors
+        from ..preprocessing.resample import resample_volume, volume_factors
         self._need_volume()
         fac = volume_factors(factors)
         out = None

@@ -7,7 +7,7 @@ denoising filters the filter-sequence classes use (``BlurFilter``, ``MedianFilte
 ...), ``sensitivity`` and ``breakIntoSubsets``, with LEAP's argument names, order and
 defaults. It holds no numerics: the operator is ``self.system.operator()`` (the
 facade's :class:`leap.system.CTSystem`: field of view, mask and forward model
-included), and the methods call :mod:`leap.algorithms` and :mod:`leap.regularization`.
+included), and the methods call :mod:`leap.algorithms` and :mod:`leap.algorithms.regularization`.
 
 Beyond LEAP, every iterative method takes keyword-only ``progress`` (a tqdm bar for
 runs longer than a second; ``False`` turns it off) and ``callback(iteration, f,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 
 from .. import algorithms as _alg
-from .. import regularization as _reg
+from ..algorithms import regularization as _reg
 from .filter_sequence import TV, denoisingFilter, filterSequence
 
 
@@ -388,7 +388,7 @@ class IterativeMethodsMixin:
     def TVcost(self, f, delta, beta=0.0, p=1.2):
         r"""Anisotropic TV functional of any 2-D/3-D array,
         :math:`\beta\sum_{\{i,j\}}\|i-j\|^{-1}h(f_i - f_j)` over neighbour pairs (see
-        :mod:`leap.regularization`; ``beta`` ≤ 0 counts as 1, as in LEAP). Each pair is
+        :mod:`leap.algorithms.regularization`; ``beta`` ≤ 0 counts as 1, as in LEAP). Each pair is
         counted once, so the value is half LEAP's (whose gradient counts it once too)."""
         return _reg.tv_cost(f, delta, _tv_beta(beta), p, neighbors=self.get_numTVneighbors())
 
@@ -410,7 +410,7 @@ class IterativeMethodsMixin:
 
     def TV_denoise(self, f, delta, beta, numIter, p=1.2, meanOverFirstDim=False):
         """TV denoising of ``f`` in place towards ``argmin ½‖x − f‖² + βTV(x)`` with LEAP's
-        ``numIter`` steps (:func:`leap.regularization.tv_denoise`); returns ``f``."""
+        ``numIter`` steps (:func:`leap.algorithms.regularization.tv_denoise`); returns ``f``."""
         _filtered_in_place(f)
         return _reg.tv_denoise(f, delta, beta, numIter, p, neighbors=self.get_numTVneighbors(),
                                mean_over_first_dim=bool(meanOverFirstDim), out=f)

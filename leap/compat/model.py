@@ -618,7 +618,7 @@ class tomographicModels(ArrayMixin, ParameterMixin, RebinMixin, FBPMixin, Phanto
 
     def get_angularRange(self):
         """Angular range in degrees, counting half a step at either end (as LEAP)."""
-        from ..weights import angular_range
+        from ..reconstruction.weights import angular_range
         return angular_range(self.get_angles())
 
     def get_sourcePositions(self):

@@ -66,7 +66,7 @@ class PhysicsMixin:
                                                 (scatterDist, "scatterDist"))]
         gpu = self.get_gpu()
         backend = "cuda" if gpu >= 0 else "cpu"
-        from ..arrays import device_context
+        from ..devices.arrays import device_context
         with device_context(gpu if gpu >= 0 else None):
             g = _first_order_scatter(self.core_geometry(), self.core_volume(), f_np, *args,
                                      jobType, "g/mm^3", "mm", "leap", True, backend,

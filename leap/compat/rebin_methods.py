@@ -27,7 +27,7 @@ class RebinMixin:
         """Resample curved cone-beam data measured at the fan angles ``fanAngles``
         (degrees, one per column; real curved detectors are flat modules on a polygon)
         onto ideal equi-angular columns, in place. Returns True."""
-        from ..rebin import rebin_curved
+        from ..reconstruction.rebin import rebin_curved
         if hasattr(fanAngles, "detach"):
             fanAngles = fanAngles.detach().cpu().numpy()
         rebin_curved(self.core_geometry(), self._host_array("g", g), fanAngles, order)
@@ -40,7 +40,7 @@ class RebinMixin:
         Short and helical scans lose the views not fully measured: the geometry then
         has fewer angles, the first views of ``g`` hold the data and the rest are zero
         (resize ``g`` with ``g[:leapct.get_numAngles()]``). Returns True."""
-        from ..rebin import orbit_radius, rebin_parallel
+        from ..reconstruction.rebin import orbit_radius, rebin_parallel
         g0 = self._geom
         arr = self._host_array("g", g)
         new, _ = rebin_parallel(self.core_geometry(), arr, order)
@@ -66,9 +66,9 @@ class RebinMixin:
         centerCol (short scans: only the first, fully measured views are filled); with
         ``set_offsetScan(True)`` on a full scan, (numAngles // 2, 2·numCols) views over
         180° of a centred detector twice as wide. A torch tensor in gives a CPU tensor
-        out. See :func:`leap.rebin.rebin_parallel_sinogram`.
+        out. See :func:`leap.reconstruction.rebin.rebin_parallel_sinogram`.
         """
-        from ..rebin import rebin_parallel_sinogram
+        from ..reconstruction.rebin import rebin_parallel_sinogram
         arr = self._host_array("g", g)
         sino = rebin_parallel_sinogram(self.core_geometry(), arr, order, iRow,
                                        offset_scan=bool(self._offset_scan))

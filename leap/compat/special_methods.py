@@ -1,9 +1,9 @@
 """Special forward models of the LEAP facade: the attenuated Radon transform
 (``set_attenuationMap``) and rotationally symmetric objects (``set_axisOfSymmetry``);
-and two special-purpose methods, back-projection filtration (``BPF``, :mod:`leap.bpf`)
-and dictionary denoising (``DictionaryDenoising``, :mod:`leap.dictionary_denoising`).
+and two special-purpose methods, back-projection filtration (``BPF``, :mod:`leap.reconstruction.bpf`)
+and dictionary denoising (``DictionaryDenoising``, :mod:`leap.algorithms.dictionary_denoising`).
 
-While one is set, ``project``/``backproject``/``FBP`` route to :mod:`leap.special_models`.
+While one is set, ``project``/``backproject``/``FBP`` route to :mod:`leap.reconstruction.special_models`.
 State (set in ``reset``): ``_mu_map`` (a voxelised map or None), ``_mu_coeff`` and
 ``_mu_radius`` (the cylinder), ``_axis_of_symmetry`` (degrees, or None).
 """
@@ -48,7 +48,7 @@ class SpecialModelsMixin:
         is kept by reference (not copied) when it is already float32 C-contiguous, so
         later changes to it are seen. Replaces a cylindrical map.
         """
-        from .. import arrays
+        from ..devices import arrays
         if arrays.is_cuda_array(mu) or hasattr(mu, "detach"):
             if hasattr(mu, "detach") and not arrays.is_cuda_array(mu):
                 mu = mu.detach().numpy()
@@ -97,7 +97,7 @@ class SpecialModelsMixin:
         return True
 
     def _attenuation(self):
-        from ..special_models import AttenuationMap
+        from ..reconstruction.special_models import AttenuationMap
         if self._mu_map is not None:
             return AttenuationMap(mu=self._mu_map)
         return AttenuationMap(coeff=self._mu_coeff, radius=self._mu_radius)
@@ -147,7 +147,7 @@ class SpecialModelsMixin:
     def synthesize_symmetry(self, f_radial):
         """The 3-D volume (numZ, numY, numY) float32 of the symmetric object ``f_radial``
         (numZ, numY, 1); x and y samples are the volume's y samples."""
-        from ..special_models import synthesize_symmetry
+        from ..reconstruction.special_models import synthesize_symmetry
         if not self._symmetric():
             raise RuntimeError("synthesize_symmetry needs a symmetric-object model: call "
                                "set_axisOfSymmetry (and set_default_volume) first")
@@ -171,13 +171,13 @@ class SpecialModelsMixin:
         g : (numAngles, numRows, numCols) projections; f : (numZ, numY, numX), filled
         with attenuation values (1/mm), zero outside the field of view, as FBP.
         The projections are back-projected (each line counted once) and every z-slice
-        is then ramp filtered in 2-D (see :mod:`leap.bpf`: the back-projection is taken
+        is then ramp filtered in 2-D (see :mod:`leap.reconstruction.bpf`: the back-projection is taken
         on a grid wider than the volume so that the filter sees its tails). As in LEAP,
         only parallel-beam geometries are supported (other geometries raise ValueError);
         offset-detector scans (``set_offsetScan(True)``) are weighted as FBP weights them.
         NumPy arrays or torch tensors (CUDA ones go through the host).
         """
-        from ..bpf import bpf
+        from ..reconstruction.bpf import bpf
         if self._need_geometry()["geometry"] != "parallel":
             raise ValueError("BPF reconstructs parallel-beam data only (as in LEAP), the "
                              f"geometry is {self.get_geometry()}; use FBP")
@@ -212,9 +212,9 @@ class SpecialModelsMixin:
             ‖x − approximation‖² < epsilon·‖x‖² (larger denoises more; 0: always
             sparsityThreshold elements).
 
-        See :func:`leap.dictionary_denoising.dictionary_denoise` for the algorithm.
+        See :func:`leap.algorithms.dictionary_denoising.dictionary_denoise` for the algorithm.
         """
-        from ..dictionary_denoising import dictionary_denoise
+        from ..algorithms.dictionary_denoising import dictionary_denoise
         host, write_back = _host_view(f, "f")
         dictionary_denoise(host, dictionary, sparsityThreshold, epsilon)
         write_back()

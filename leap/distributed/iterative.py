@@ -207,7 +207,7 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
     """Regularised weighted least squares by preconditioned conjugate gradients on Dask:
     :func:`leap.algorithms.rwls` with the volume in z-slabs on the workers.
 
-    ``regularizer``: None or a :class:`leap.regularization.TotalVariation` (its
+    ``regularizer``: None or a :class:`leap.algorithms.regularization.TotalVariation` (its
     gradient, cost and quadratic form computed slab by slab with one ghost slice);
     ``weights``: None, a number or projections (dask/NumPy/source) of ``g``'s shape;
     ``preconditioner``: None or 'SQS' (``1/PᵀWP1``). Other arguments as for

@@ -74,8 +74,8 @@ def _streams(system) -> bool:
     special model, and not for the geometries whose FBP is another one's (a tilted cone
     beam's upright form, a flying focal spot's groups), which go by slabs of
     :meth:`~leap.system.CTSystem.part` instead."""
-    from ..focal_spots import uses_spot_groups
-    from ..tilt_resampling import is_tilted
+    from ..reconstruction.focal_spots import uses_spot_groups
+    from ..reconstruction.tilt_resampling import is_tilted
     geometry = getattr(system, "geometry", None)
     return (getattr(system, "model", 0) is None and not is_tilted(geometry)
             and not uses_spot_groups(geometry))

@@ -8,11 +8,11 @@ overlapping row ranges, and a TIFF frame is decoded again by each slab. Instead:
 1. **Filter pass**, over blocks of views: a reader thread reads the next block (the
    source's own read: TIFF decoding, flat field, −log) while this thread weights and
    ramp-filters the current one with FBP's own filtering stage
-   (:class:`leap.fbp.FilterStage`, the code the in-memory :func:`leap.fbp.fbp` runs) and
+   (:class:`leap.reconstruction.fbp.FilterStage`, the code the in-memory :func:`leap.reconstruction.fbp.fbp` runs) and
    writes the filtered rows to a scratch file on local disk.
 2. **Back-projection pass**, over z-slabs: a reader thread reads the next slab's rows
    (and, for helical scans, views) of filtered projections from the scratch file while
-   this thread back-projects the current slab (:func:`leap.fbp.backproject_filtered`,
+   this thread back-projects the current slab (:func:`leap.reconstruction.fbp.backproject_filtered`,
    FBP's back-projection of filtered projections) and a writer thread stores the
    finished slabs.
 
@@ -46,7 +46,7 @@ import uuid
 
 import numpy as np
 
-from ..fbp import FilterStage, backproject_filtered
+from ..reconstruction.fbp import FilterStage, backproject_filtered
 from ..system import CTSystem
 from .outputs import open_output
 from .slabs import check_slabs, default_slabs, slab_bounds

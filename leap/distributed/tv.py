@@ -1,9 +1,9 @@
-"""Total variation (:class:`leap.regularization.TotalVariation`) of a volume chunked in
+"""Total variation (:class:`leap.algorithms.regularization.TotalVariation`) of a volume chunked in
 z-slabs: the gradient with one ghost slice on each side, the sums (cost, quadratic form)
 as per-slab sums over the neighbour pairs whose first voxel lies in the slab.
 
 Every TV pair joins voxels at most one slice apart (offsets with z ∈ {0, 1}), so one
-ghost slice is all a slab needs; the in-memory functions of :mod:`leap.regularization`
+ghost slice is all a slab needs; the in-memory functions of :mod:`leap.algorithms.regularization`
 do the arithmetic.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from .. import regularization as _reg
+from ..algorithms import regularization as _reg
 
 
 def check_regularizer(reg):
@@ -21,7 +21,7 @@ def check_regularizer(reg):
         return None
     if not isinstance(reg, _reg.TotalVariation):
         raise TypeError("the distributed methods take regularizer=None or a "
-                        "leap.regularization.TotalVariation, got " + type(reg).__name__)
+                        "leap.algorithms.regularization.TotalVariation, got " + type(reg).__name__)
     return reg if reg.beta != 0.0 else None
 
 
@@ -79,7 +79,7 @@ def _cost_part(reg, ghost, xb):
 
 
 def quad_form(reg, f, d):
-    """``dᵀ H(f) d`` (:func:`leap.regularization.tv_quad_form`) as a delayed float."""
+    """``dᵀ H(f) d`` (:func:`leap.algorithms.regularization.tv_quad_form`) as a delayed float."""
     import dask
     xs, ends = _with_next(_shift(reg, f))
     ds, _ = _with_next(d.rechunk(f.chunks))
@@ -88,7 +88,7 @@ def quad_form(reg, f, d):
 
 
 def cost(reg, f):
-    """R(f) (:func:`leap.regularization.tv_cost`) as a delayed float."""
+    """R(f) (:func:`leap.algorithms.regularization.tv_cost`) as a delayed float."""
     import dask
     xs, ends = _with_next(_shift(reg, f))
     return dask.delayed(sum)([dask.delayed(_cost_part)(reg, e, xb) for xb, e in zip(xs, ends)])

@@ -256,7 +256,7 @@ def view_range(geometry, volume: Volume, fov_radius: float, first: int = 0,
     steps = np.diff(geometry.angles)
     if not (np.all(steps > 0) or np.all(steps < 0)):
         return 0, n - 1          # the source height is not monotone in the view index
-    from ..geometric_calibration import phi_index
+    from ..preprocessing.geometric_calibration import phi_index
     last = volume.num_z - 1 if last is None else last
     vh, vw = volume.voxel_height, volume.voxel_width
     v_lo, v_hi = _row_extent(geometry)

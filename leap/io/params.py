@@ -191,7 +191,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..weights import angular_range
+from ..reconstruction.weights import angular_range
 
 __all__ = ["read_param_file", "read_param_dict", "read_param_entries", "LeapParamWarning",
            "GEOMETRIES"]

@@ -2,7 +2,7 @@
 back-end need, computed once.
 
 A :class:`Plan` is the kernels' whole view of a call. The CPU launchers
-(:mod:`leap.kernels.cpu.launch`) and the CUDA driver (:mod:`leap.gpu`) take a plan and
+(:mod:`leap.kernels.cpu.launch`) and the CUDA driver (:mod:`leap.devices.gpu`) take a plan and
 the arrays, and unpack it in one place each, so no caller builds long positional
 argument lists.
 

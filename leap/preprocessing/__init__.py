@@ -21,6 +21,12 @@ views of a detector row).
   median, box mean and variance, Laplacian, transmission-domain 2-D filter, transfer
   functions, azimuthal blur of a volume).
 
+Calibration and sinogram tools beside them (imported by name, not re-exported here):
+:mod:`~leap.preprocessing.geometric_calibration` (centre of rotation, tau, detector
+tilt and consistency costs from the data), :mod:`~leap.preprocessing.mar` (sinogram
+replacement for metal) and :mod:`~leap.preprocessing.resample` (down- and up-sampling of
+projections and volumes).
+
 LEAP's names and argument order for these live in :mod:`leap.compat.preprocessing` (and
 the facade's methods), which call this package.
 """

@@ -59,10 +59,10 @@ def ring_correction_tv(mean, delta=0.01, beta=1.0e3, num_iter=30, max_change=0.0
         \ \pm\,\text{max\_change}\big)
 
     with ḡ = ``mean`` (:func:`mean_view`) and TV(ḡ) ``num_iter`` steps of
-    :func:`leap.regularization.tv_denoise` towards
+    :func:`leap.algorithms.regularization.tv_denoise` towards
     :math:`\arg\min_x \tfrac12\|x - \bar g\|^2 + \beta\,TV(x)` (Huber δ = ``delta``,
     p = 1, 6 neighbours). Fast, but strong edges of the mean view can leave rings."""
-    from ..regularization import tv_denoise
+    from ..algorithms.regularization import tv_denoise
     xp = array_module(mean)
     g_mean = as_float32("mean", mean, xp, ndims=(2,))
     max_change = real("max_change", max_change)
@@ -97,14 +97,14 @@ def ring_removal_median(g, threshold=0.0, window_size=5, num_iter=1, *, out=None
 
 def ring_removal_tv(g, delta=0.01, beta=1.0e1, num_iter=30, *, out=None):
     r"""LEAP's ``ringRemoval``: ``num_iter`` steps of
-    :func:`leap.regularization.tv_denoise` on :math:`\tfrac12\|x - g\|^2 + \beta\,TV(x)`
+    :func:`leap.algorithms.regularization.tv_denoise` on :math:`\tfrac12\|x - g\|^2 + \beta\,TV(x)`
     (Huber δ = ``delta``, p = 1, 6 neighbours) whose gradient is averaged over the
     views, so the change is one detector map shared by all views. Slower than
     :func:`ring_correction_tv`, adds no rings.
 
     g : (views, rows, cols) attenuation data.
     """
-    from ..regularization import tv_denoise
+    from ..algorithms.regularization import tv_denoise
     xp = array_module(g, out)
     g = as_float32("g", g, xp, ndims=(3,))
     if out is not None:

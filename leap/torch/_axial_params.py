@@ -198,7 +198,7 @@ def _numba_cuda(f, gbar):
     """Whether f and gbar are CUDA tensors on one device and Numba can run CUDA kernels."""
     if not (f.is_cuda and gbar.is_cuda and f.device == gbar.device):
         return False
-    from ..arrays import require_cuda
+    from ..devices.arrays import require_cuda
     try:
         require_cuda()
     except NotImplementedError:
@@ -213,7 +213,7 @@ def plan_vjp(plan, system, f, gbar):
     caller's stream; otherwise (or where Numba cannot run CUDA kernels) the CPU kernel on
     host copies. Returns host arrays, as ``plan_geometry_vjp`` does."""
     if _numba_cuda(f, gbar):
-        from ..arrays import as_numba, caller_stream, device_context
+        from ..devices.arrays import as_numba, caller_stream, device_context
         from ..kernels.cuda.axial_view_vjp import geometry_vjp as cuda_geometry_vjp
         fs = _cuda_samples(f, system.volume_shape)
         gs = _cuda_samples(gbar, system.projection_shape)

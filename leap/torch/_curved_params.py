@@ -166,7 +166,7 @@ class _Curved(_Axial):
         where Numba cannot run CUDA kernels) the CPU kernel on host copies. Host arrays."""
         s = self.system
         if _numba_cuda(f, gbar):
-            from ..arrays import as_numba, caller_stream, device_context
+            from ..devices.arrays import as_numba, caller_stream, device_context
             from ..kernels.cuda.curved_cone_vjp import plan_geometry_vjp as cuda_vjp
             fs = _cuda_samples(f, s.volume_shape)
             gs = _cuda_samples(gbar, s.projection_shape)

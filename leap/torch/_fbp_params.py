@@ -2,20 +2,20 @@
 
 :func:`fbp_parametric` is what :class:`leap.torch.FBP` and :meth:`leap.torch.Projector.fbp`
 compute once :meth:`~leap.torch._trainable.TrainableGeometry.geometry_parameters` have been
-called: leap's FBP (:mod:`leap.fbp`) composed in torch, so that autograd differentiates it
+called: leap's FBP (:mod:`leap.reconstruction.fbp`) composed in torch, so that autograd differentiates it
 in the data and in the parameters θ::
 
     FBP(θ) g = Bᵀ(θ) [ post(θ) · c(θ) · R( pre(θ) · g ) ]
 
 * ``pre``: the view weights (non-equispaced steps, ½ redundancy of full scans), Parker
   weights of short scans and the cone beam's cosine weight, with the formulas of
-  :mod:`leap.weights` (``view_weights``, ``redundancy``, ``parker_weights``,
+  :mod:`leap.reconstruction.weights` (``view_weights``, ``redundancy``, ``parker_weights``,
   ``cosine_weights``) evaluated in torch (float64) on the parameter tensors; ``post`` the
   cone beam's post-weight. Which formula applies (full or short scan) is decided at the
   parameters' current values, as leap decides it.
 * ``R``: the ramp filter along detector rows (linear convolution, zero padding, the
   truncated-scan edge extension), a linear map in torch whose gradient is its transpose.
-  Its response is leap's (:func:`leap.fbp.geometry_ramp_response`, filter order, low-pass
+  Its response is leap's (:func:`leap.reconstruction.fbp.geometry_ramp_response`, filter order, low-pass
   and window) at the facade's geometry; the geometry enters it only through the sample
   spacing (the response is ∝ 1/spacing), carried with ``fbp_scale`` in the scalar ``c``.
 * ``Bᵀ(θ)``: the matched back-projection through the parameters, differentiable in them:
@@ -31,9 +31,9 @@ in the data and in the parameters θ::
 The adjoint ``FBP(θ)ᵀ f = pre · c · Rᵀ(post · P(θ) f)`` (``FBP(forward_FBP=False)``) is
 composed the same way from the projection. With the parameters at the facade's values
 both give ``leapct.FBP`` / ``leapct.FBP_adjoint`` (float32 rounding), except for tilted
-cone beams: FBP(θ) filters along the tilted detector rows (``leap.fbp.fbp`` with
+cone beams: FBP(θ) filters along the tilted detector rows (``leap.reconstruction.fbp.fbp`` with
 ``tilt_resampling=False``, upstream LEAP's GPU model), where the facade's FBP resamples
-the views upright first (:mod:`leap.tilt_resampling`; the resampling is not yet
+the views upright first (:mod:`leap.reconstruction.tilt_resampling`; the resampling is not yet
 differentiable in the tilt).
 
 Covered: parallel beams, flat-detector fan beams and flat-detector cone beams (circular:
@@ -54,9 +54,9 @@ import warnings
 import numpy as np
 import torch
 
-from ..fbp import geometry_ramp_response
+from ..reconstruction.fbp import geometry_ramp_response
 from ..kernels.plan import make_plan
-from ..weights import FULL_SCAN_DEGREES, angular_range_degrees
+from ..reconstruction.weights import FULL_SCAN_DEGREES, angular_range_degrees
 from ._axial_params import axial_apply, axial_views, core_geometry, plan_vjp, run_plan
 from ._operator import CTOperator, check_input
 from ._trainable import cone_operators
@@ -70,7 +70,7 @@ _F64 = torch.float64
 
 # --------------------------------------------------------------------- weights
 def redundancy(n, step):
-    """:func:`leap.weights.redundancy` as a torch function of the (0-d) angular step:
+    """:func:`leap.reconstruction.weights.redundancy` as a torch function of the (0-d) angular step:
     how often each of ``n`` views at angles ``k·step`` is measured, (n,) float64.
 
     The term of views k and k' depends only on Δ = k' − k, so it is evaluated once per Δ
@@ -88,7 +88,7 @@ def redundancy(n, step):
 
 
 def view_weights(psi, full):
-    """:func:`leap.weights.view_weights` (not helical) of view angles ψ (radians, a
+    """:func:`leap.reconstruction.weights.view_weights` (not helical) of view angles ψ (radians, a
     tensor), (na, 1, 1); ``full``: the scan covers 360° (decided by the caller)."""
     n = psi.shape[0]
     T = (psi[-1] - psi[0]) / (n - 1)
@@ -107,7 +107,7 @@ def _safe(x):
 
 
 def parker_weights(psi, fan=None, gamma=None):
-    """:func:`leap.weights.parker_weights` of view angles ψ (radians, a tensor): parallel
+    """:func:`leap.reconstruction.weights.parker_weights` of view angles ψ (radians, a tensor): parallel
     beams when ``fan`` is None, (na, 1, 1); else divergent beams with the columns' fan
     angles ``fan`` (nc,) and the central ray's ``gamma`` (0-d), (na, 1, nc). None for
     full scans and scans too short for the weights (as leap, which warns for those)."""
@@ -155,10 +155,10 @@ def parker_weights(psi, fan=None, gamma=None):
 
 def cone_weights(params, g):
     """A flat cone (or, without ``centerRow``, fan) beam's cosine weights from the
-    parameter tensors (:func:`leap.weights.cosine_weights`): ``(pre, post)`` (1, nr | 1,
+    parameter tensors (:func:`leap.reconstruction.weights.cosine_weights`): ``(pre, post)`` (1, nr | 1,
     nc), with ``u = (i − centerCol)·pw/sdd``, ``v = (j − centerRow)·ph/sdd`` (fan: 0); and
     the columns' fan angles (nc,) and the central ray's angle (0-d) of the Parker weights
-    (``leap.weights._fan_angles``). ``g``: the facade's geometry dictionary (detector
+    (``leap.reconstruction.weights._fan_angles``). ``g``: the facade's geometry dictionary (detector
     size and pitch)."""
     dev = params["sdd"].device
     sod, sdd, tau = (params[k].to(_F64) for k in ("sod", "sdd", "tau"))
@@ -189,7 +189,7 @@ def _extension(nc, n, ne, device):
 
 def ramp_filter(x, H, ne=0, transpose=False):
     """Rows of x (…, nc) convolved with the real response H (n // 2 + 1,) as
-    :func:`leap.filters.filter_rows` does (zero padding to n, ``ne`` extrapolated
+    :func:`leap.reconstruction.filters.filter_rows` does (zero padding to n, ``ne`` extrapolated
     samples at each end), or the transpose of that map (``transpose``)."""
     nc = x.shape[-1]
     n = 2 * (H.shape[0] - 1)

@@ -48,7 +48,7 @@ def geometry_grads(system, f, gbar, tensors):
             vol.x0, vol.y0, vol.z0, vol.voxel_width, vol.voxel_height, det.pixel_width,
             det.pixel_height)
     if f.is_cuda and gbar.is_cuda and f.device == gbar.device:
-        from ..arrays import as_numba, caller_stream, device_context, require_cuda
+        from ..devices.arrays import as_numba, caller_stream, device_context, require_cuda
         require_cuda()
         from ..kernels.cuda.modular_geometry_vjp import geometry_vjp as cuda_geometry_vjp
         fs = _cuda_samples(f, vol.shape)

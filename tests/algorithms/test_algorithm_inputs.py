@@ -8,7 +8,7 @@ import pytest
 import leap.algorithms as alg
 from leap.compat.filter_sequence import TV, LpNorm, filterSequence
 from leap.compat.model import tomographicModels
-from leap.regularization import TotalVariation
+from leap.algorithms.regularization import TotalVariation
 
 N = 12          # detector columns and volume side (small: these are input checks)
 VIEWS = 16      # g has more values than the volume (the aliasing tests view one in the other)
@@ -182,7 +182,7 @@ FILTERS = {
 @pytest.mark.parametrize("name", list(FILTERS))
 @pytest.mark.parametrize("bad", [None, 3.0, [[0.0, 1.0]]], ids=["None", "scalar", "list"])
 def test_filters_refuse_non_arrays_naming_f(small, name, bad):
-    """The in-place filters raised AttributeError from inside leap.regularization for a
+    """The in-place filters raised AttributeError from inside leap.algorithms.regularization for a
     volume that was None or a number; now a TypeError names f."""
     ct, _, _ = small
     with pytest.raises(TypeError, match="^f must be"):

@@ -14,7 +14,7 @@ from conftest import REPO_ROOT
 from leap.compat.filter_sequence import TV, MedianFilter, filterSequence
 from leap.compat.model import tomographicModels
 from leap.compat.iterative_methods import IterativeMethodsMixin
-from leap.regularization import TotalVariation
+from leap.algorithms.regularization import TotalVariation
 
 if issubclass(tomographicModels, IterativeMethodsMixin):
     Model = tomographicModels

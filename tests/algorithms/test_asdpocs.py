@@ -7,7 +7,7 @@ import pytest
 import leap.algorithms as alg
 from leap.compat.filter_sequence import TV, filterSequence
 from leap.compat.model import tomographicModels
-from leap.regularization import TotalVariation
+from leap.algorithms.regularization import TotalVariation
 
 
 def rel(a, b):

@@ -1,5 +1,5 @@
 """Upstream's dictionary generators (leap.compat.dictionaries, the generateDictionary
-shim) and dictionary denoising (leap.dictionary_denoising, the facade's
+shim) and dictionary denoising (leap.algorithms.dictionary_denoising, the facade's
 ``DictionaryDenoising``). Issue 11, item 16."""
 import math
 
@@ -11,7 +11,7 @@ from scipy.special import eval_legendre
 from conftest import REPO_ROOT
 from leap.compat import dictionaries as dicts
 from leap.compat.model import tomographicModels
-from leap.dictionary_denoising import dictionary_denoise
+from leap.algorithms.dictionary_denoising import dictionary_denoise
 
 
 def _torch():

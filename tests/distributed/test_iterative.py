@@ -4,7 +4,7 @@ import pytest
 
 import leap.distributed as ld
 from leap import algorithms as alg
-from leap.regularization import TotalVariation
+from leap.algorithms.regularization import TotalVariation
 
 from dask_cases import make_system, rel
 

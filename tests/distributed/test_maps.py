@@ -68,7 +68,7 @@ def test_settings_reach_the_slabs():
 
 def _helical_ffs(curved=True):
     """The helical system on a curved (or flat) detector with a (large) flying focal spot
-    (flat: FBP reconstructs each spot's views apart, leap.focal_spots)."""
+    (flat: FBP reconstructs each spot's views apart, leap.reconstruction.focal_spots)."""
     s = make_system("helical")
     geo = s.geometry
     k = np.arange(geo.num_angles)
@@ -102,7 +102,7 @@ def test_part_covers_what_each_slab_touches(kind):
 
 
 def test_part_of_a_tilted_detector_keeps_the_rows_fbp_resamples():
-    """FBP of a tilted detector resamples its views upright (leap.tilt_resampling): a
+    """FBP of a tilted detector resamples its views upright (leap.reconstruction.tilt_resampling): a
     part's FBP must still be the slice of the whole, so its rows reach the resampling's
     taps."""
     s = make_system("cone")

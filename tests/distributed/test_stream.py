@@ -32,7 +32,7 @@ def test_stream_equals_in_memory(kind, tmp_path):
 
 
 def test_tilted_cone_goes_by_slabs_and_equals_in_memory(tmp_path, monkeypatch):
-    """A tilted cone beam's FBP is its upright form's (leap.tilt_resampling): the streamed
+    """A tilted cone beam's FBP is its upright form's (leap.reconstruction.tilt_resampling): the streamed
     filter pass does not apply, the slab path does, and gives the in-memory volume."""
     system = make_system("cone")
     system = system.with_changes(geometry=system.geometry.with_changes(tilt=np.radians(4.0)))

@@ -1,9 +1,9 @@
-"""Back-projection filtration (leap.bpf and the facade's ``BPF``): amplitude, agreement
+"""Back-projection filtration (leap.reconstruction.bpf and the facade's ``BPF``): amplitude, agreement
 with FBP, offset scans, the extended back-projection, bad input. Issue 11, item 16."""
 import numpy as np
 import pytest
 
-from leap.bpf import bpf
+from leap.reconstruction.bpf import bpf
 from conftest import disc_volume as _disc_volume
 from conftest import parallel_model as _parallel
 from conftest import torch_or_skip as _torch

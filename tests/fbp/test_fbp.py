@@ -7,9 +7,9 @@ import pytest
 
 import leap
 from conftest import REFERENCE_CASES, REFERENCE_DIR, rel_l2
-from leap.fbp import fbp, helical_slice_weights
-from leap.filters import fft_length, filter_rows, ramp_response
-from leap.weights import parker_weights, redundancy
+from leap.reconstruction.fbp import fbp, helical_slice_weights
+from leap.reconstruction.filters import fft_length, filter_rows, ramp_response
+from leap.reconstruction.weights import parker_weights, redundancy
 from leapctype import tomographicModels
 
 MU = 0.02
@@ -294,7 +294,7 @@ def test_sliced_helical_geometry_stays_on_the_helix():
     np.testing.assert_allclose(geo[10:20].source_z(), geo.source_z()[10:20])
 
 
-from leap.fbp import fbp_adjoint  # noqa: E402
+from leap.reconstruction.fbp import fbp_adjoint  # noqa: E402
 
 _DET = leap.Detector(num_rows=8, num_cols=24, pixel_height=1.0, pixel_width=1.0)
 _VOL = leap.Volume(num_x=12, num_y=12, num_z=6, voxel_width=0.6, voxel_height=0.6)

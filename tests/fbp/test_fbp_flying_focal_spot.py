@@ -1,5 +1,5 @@
-"""FBP of helical scans with a flying focal spot (issue 49, item 0; leap.focal_spots and
-the helical weighting of leap.fbp).
+"""FBP of helical scans with a flying focal spot (issue 49, item 0; leap.reconstruction.focal_spots and
+the helical weighting of leap.reconstruction.fbp).
 
 A flat detector's views of one focal spot are exactly a cone beam about that spot (the
 rays agree), so the reference is the mean of those per-spot cone-beam reconstructions;
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from leap.fbp import fbp, fbp_adjoint, helical_slice_weights
-from leap.focal_spots import groups_by_spot, uses_spot_groups
+from leap.reconstruction.fbp import fbp, fbp_adjoint, helical_slice_weights
+from leap.reconstruction.focal_spots import groups_by_spot, uses_spot_groups
 from leap.geometry import ConeBeam, Detector, Volume
 from leap.geometry.rays import pixel_rays
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject

@@ -17,7 +17,7 @@ import pytest
 
 import leap
 from leap import operators
-from leap.fbp import fbp, fbp_adjoint
+from leap.reconstruction.fbp import fbp, fbp_adjoint
 from conftest import CONE_DET, CONE_VOL
 from conftest import cone_scan as _cone
 from leapctype import tomographicModels
@@ -89,7 +89,7 @@ def test_issue_example_359_degrees_is_not_doubled():
 
 
 def test_modular_short_scan_gets_parker_weights_per_view():
-    from leap.weights import parker_weights
+    from leap.reconstruction.weights import parker_weights
     cone = _cone(220.0, center_col=14.0, tau=3.0)
     m = cone.to_modular()
     wc, wm = parker_weights(cone), parker_weights(m)

@@ -4,7 +4,7 @@ issue 53, part 1.
 Filtering along the tilted rows mixes heights; with measured (non-uniform) angles the
 errors of conjugate views no longer cancel and FBP fell far behind simply rotating each
 view upright and reconstructing without tilt. FBP now reconstructs the upright form
-(:mod:`leap.tilt_resampling`) and must be at least as good as that rotation, on equally
+(:mod:`leap.reconstruction.tilt_resampling`) and must be at least as good as that rotation, on equally
 spaced and on jittered angles.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 import leap
 from leap import operators
-from leap.fbp import fbp, fbp_adjoint
-from leap.tilt_resampling import to_upright, to_upright_transpose, upright_form
+from leap.reconstruction.fbp import fbp, fbp_adjoint
+from leap.reconstruction.tilt_resampling import to_upright, to_upright_transpose, upright_form
 from conftest import dot_test
 
 DET = leap.Detector(num_rows=24, num_cols=56, pixel_height=0.8, pixel_width=0.8)

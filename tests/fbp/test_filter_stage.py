@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.fbp import FilterStage, backproject_filtered, fbp, filter_projections
+from leap.reconstruction.fbp import FilterStage, backproject_filtered, fbp, filter_projections
 
 
 def _cone(offset=False):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from leap import filters
-from leap.filters import ramp_response
+from leap.reconstruction.filters import ramp_response
 from leapctype import tomographicModels
 
 

@@ -1,9 +1,9 @@
 """Core helpers behind the LEAP facade's geometry and display methods: view-angle
 helpers (leap.geometry.angles), the geometry edits (with_num_angles, resized, shifted,
 spun, ...), pixel positions and the sketch, the field-of-view radius of
-get_diameterFOV_min, volume masks (leap.masks), the grids after resampling
-(leap.resample) and the calibration searches on a core geometry
-(leap.geometric_calibration). The facade methods themselves are tested in
+get_diameterFOV_min, volume masks (leap.algorithms.masks), the grids after resampling
+(leap.preprocessing.resample) and the calibration searches on a core geometry
+(leap.preprocessing.geometric_calibration). The facade methods themselves are tested in
 tests/compat/test_geometry_methods.py."""
 import math
 
@@ -18,12 +18,12 @@ from leap.geometry.ranges import (bounding_radius, fov_or_volume_radius, leap_ro
                                   rows_per_slab)
 from leap.geometry.rays import pixel_positions, pixel_rays
 from leap.geometry.sketch import sketch, volume_edges
-from leap.masks import fov_mask, space_carving, window_fov
+from leap.algorithms.masks import fov_mask, space_carving, window_fov
 from leap.operators import project
-from leap.resample import (detector_factors, down_sample, resample_geometry, resample_volume,
+from leap.preprocessing.resample import (detector_factors, down_sample, resample_geometry, resample_volume,
                            volume_factors)
 from leap.system import CTSystem
-from leap.weights import angular_range, offset_scan_extra_columns, offset_scan_layout
+from leap.reconstruction.weights import angular_range, offset_scan_extra_columns, offset_scan_layout
 
 FULL = np.linspace(0.0, 2.0 * np.pi, 72, endpoint=False)
 

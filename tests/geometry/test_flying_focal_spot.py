@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from leap import operators
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.geometry import ConeBeam, Detector, Volume
 from leap.geometry.rays import pixel_positions, pixel_rays
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
 from leap.phantoms.raytrace import ray_trace
-from leap.rebin import rebin_curved, rebin_parallel
+from leap.reconstruction.rebin import rebin_curved, rebin_parallel
 
 
 def _alternating(n, dpsi, dz, drho):

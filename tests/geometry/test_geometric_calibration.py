@@ -1,4 +1,4 @@
-"""leap.geometric_calibration, called directly: the conjugate-ray costs behind
+"""leap.preprocessing.geometric_calibration, called directly: the conjugate-ray costs behind
 find_centerCol / find_tau, the tilt search behind estimate_tilt, the consistency cost and
 the small numerical helpers, on data with a known geometry.
 
@@ -18,7 +18,7 @@ from conftest import rel_l2
 from leap import geometric_calibration as cal
 from leap.geometry.rays import pixel_rays
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
-from leap.weights import angular_range
+from leap.reconstruction.weights import angular_range
 
 FULL = np.linspace(0.0, 2.0 * np.pi, 120, endpoint=False)
 PHANTOM = Phantom([

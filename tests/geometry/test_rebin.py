@@ -1,4 +1,4 @@
-"""leap.rebin, called directly: fan → parallel and cone → cone-parallel rebinning,
+"""leap.reconstruction.rebin, called directly: fan → parallel and cone → cone-parallel rebinning,
 curved-module column resampling, the interpolation and conjugate-ray helpers, and their
 input checks.
 
@@ -19,7 +19,7 @@ from conftest import rel_l2
 from leap.geometry import ConeParallelBeam
 from leap.geometry.rays import pixel_rays
 from leap.phantoms import ELLIPSOID, Phantom, PhantomObject
-from leap.rebin import (gather_view_column, rebin_curved, rebin_parallel,
+from leap.reconstruction.rebin import (gather_view_column, rebin_curved, rebin_parallel,
                         rebin_parallel_sinogram, source_views)
 
 SOD, SDD = 200.0, 400.0

@@ -1,4 +1,4 @@
-"""The facade's ``rebin_parallel_sinogram`` (leap.rebin.rebin_parallel_sinogram): one
+"""The facade's ``rebin_parallel_sinogram`` (leap.reconstruction.rebin.rebin_parallel_sinogram): one
 detector row rebinned to a parallel-beam sinogram, for short, offset and tilted scans, and
 as input to the bow-tie centre search. Issue 11, item 16; the core functions are tested
 directly in ``test_rebin.py``."""
@@ -12,7 +12,7 @@ from conftest import disc_volume as _disc_volume
 from conftest import parallel_model as _parallel
 from conftest import torch_or_skip as _torch
 from leap.compat.model import tomographicModels
-from leap.rebin import rebin_parallel_sinogram
+from leap.reconstruction.rebin import rebin_parallel_sinogram
 
 
 # ============================================================ rebin_parallel_sinogram

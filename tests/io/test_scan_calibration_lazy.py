@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.geometric_calibration import find_center_col, find_tilt
+from leap.preprocessing.geometric_calibration import find_center_col, find_tilt
 from leap.io import open_scan
 from leap.io.lazy import Source
 from leap.io.scanners.nikon import write_scan

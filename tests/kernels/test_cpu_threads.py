@@ -49,7 +49,7 @@ def test_a_failure_in_any_thread_is_raised_after_all_finish(failing):
 
 CHILD = r"""
 import numpy as np, leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.kernels.cpu import axial, axial_direct
 det = leap.Detector(num_rows=8, num_cols=12, pixel_height=1.0, pixel_width=1.0)
 angles = np.linspace(0, np.pi, 6, endpoint=False)

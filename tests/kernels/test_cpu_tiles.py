@@ -11,7 +11,7 @@ import pytest
 from conftest import with_numba_threads
 
 import leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.kernels.cpu.axial import tile_edge
 
 pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,

@@ -274,7 +274,7 @@ class TestSimCurvedConeVJP:
         gradients."""
         torch = pytest.importorskip("torch")
         from numba import cuda
-        import leap.arrays
+        import leap.devices.arrays
         from leap.kernels.cuda import curved_cone_vjp as ccv
         from leap.torch import Projector
         from leap.torch import _curved_params as cp
@@ -303,7 +303,7 @@ class TestSimCurvedConeVJP:
             return run(plan, f, gbar, projection, stream)
 
         monkeypatch.setattr(cp, "_numba_cuda", lambda f, gbar: True)
-        monkeypatch.setattr(leap.arrays, "as_numba", lambda t: cuda.to_device(t.numpy()))
+        monkeypatch.setattr(leap.devices.arrays, "as_numba", lambda t: cuda.to_device(t.numpy()))
         monkeypatch.setattr(ccv, "plan_geometry_vjp", counted)
         got = gradients()
         assert calls == [("FakeCUDAArray", True)]

@@ -17,7 +17,7 @@ import pytest
 
 import leap
 from conftest import SIM, compile_to_ptx, run_sim_tests
-from leap.fbp import fbp, fbp_adjoint
+from leap.reconstruction.fbp import fbp, fbp_adjoint
 from leap.geometry import ConeParallelBeam
 
 TOL = 1e-5
@@ -195,7 +195,7 @@ class TestSimKernels:
         """The FBP back-projection weights (fan and cone-parallel distance weights,
         helical slice weights) and their transposes in the projector."""
         from numba import cuda
-        from leap.fbp import helical_slice_weights
+        from leap.reconstruction.fbp import helical_slice_weights
         geo = geometries(FULL)[name]
         kw = ({"fan_distance_weight": True} if name in ("fan", "cone_parallel")
               else {"slice_weights": helical_slice_weights(geo, VOL)})
@@ -241,9 +241,9 @@ class TestSimKernels:
                    fbp_adjoint(geo, VOL, f, offset_scan=True)) <= TOL
 
     def test_ramp_filter_kernel(self):
-        """The direct-convolution filter equals leap.filters.filter_rows (both directions)."""
+        """The direct-convolution filter equals leap.reconstruction.filters.filter_rows (both directions)."""
         from numba import cuda
-        from leap.filters import filter_rows, ramp_response
+        from leap.reconstruction.filters import filter_rows, ramp_response
         from leap.kernels.cuda.filters import filter_rows as gpu_filter_rows
         H = ramp_response(6, 0.8, 2)
         x = np.random.default_rng(6).standard_normal((2, 3, 6)).astype(np.float32)

@@ -12,7 +12,7 @@ import pytest
 
 import leap
 from conftest import SIM, run_sim_tests
-from leap.fbp import fbp, fbp_adjoint
+from leap.reconstruction.fbp import fbp, fbp_adjoint
 
 
 DET = leap.Detector(num_rows=6, num_cols=32, pixel_height=2.0, pixel_width=2.0)

@@ -8,7 +8,7 @@ import pytest
 from conftest import with_numba_threads
 
 import leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.kernels import footprints as fp
 from leap.kernels.cpu import columns, fan_slice, launch
 from leap.kernels.plan import make_plan

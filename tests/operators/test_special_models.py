@@ -1,4 +1,4 @@
-"""Attenuated Radon transform and rotationally symmetric objects (leap.special_models)."""
+"""Attenuated Radon transform and rotationally symmetric objects (leap.reconstruction.special_models)."""
 import numpy as np
 import pytest
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.physics import beam_hardening as bh
 from leap.preprocessing.filters import dual_transfer_function, transfer_function
 from leap.system import CTSystem

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 
 from conftest import dot_test, rel_l2
 from leap import ConeBeam, Detector, ParallelBeam, Volume
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from leap.operators import backproject, project
-from leap.special_models import AttenuationMap
+from leap.reconstruction.special_models import AttenuationMap
 from leap.system import Attenuated, CTSystem, FBPOptions, Symmetric
 from strategies import any_case
 

@@ -1,4 +1,4 @@
-"""``python -m leap.precompile`` fills Numba's cache with what a geometry family's calls
+"""``python -m leap.kernels.precompile`` fills Numba's cache with what a geometry family's calls
 compile: a later process projects, back-projects and reconstructs another problem of the
 family without compiling anything (every leap dispatcher it uses loads from the cache)."""
 import json
@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-import leap.precompile as precompile_module
-from leap.precompile import FAMILIES, precompile
+import leap.kernels.precompile as precompile_module
+from leap.kernels.precompile import FAMILIES, precompile
 
 LATER = r"""
 import json, sys
 import numpy as np
 import leap
-from leap.fbp import fbp
+from leap.reconstruction.fbp import fbp
 from numba.core.registry import CPUDispatcher
 det = leap.Detector(num_rows=10, num_cols=14, pixel_height=0.8, pixel_width=0.9)
 geo = leap.ConeBeam(detector=det, angles=np.linspace(0, 6, 11), sod=90.0, sdd=160.0)
@@ -43,7 +43,7 @@ print(json.dumps({"hits": hits, "misses": misses}))
 
 def test_a_precompiled_family_compiles_nothing_later(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    run = subprocess.run([sys.executable, "-m", "leap.precompile", "cone"], env=env,
+    run = subprocess.run([sys.executable, "-m", "leap.kernels.precompile", "cone"], env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0].startswith("cone")
@@ -62,7 +62,7 @@ def test_families_and_bad_names():
 
 
 def test_the_command_line_defaults_to_every_family(monkeypatch, capsys):
-    """``python -m leap.precompile`` with no names compiles every family (argparse checked
+    """``python -m leap.kernels.precompile`` with no names compiles every family (argparse checked
     a default list against the choices as one value, and a bare call failed)."""
     seen = []
 

@@ -1,12 +1,12 @@
 """FBP through trainable geometry parameters (issue 35): ``leap.torch._fbp_params``,
 :class:`leap.torch.FBP` and :meth:`leap.torch.Projector.fbp` after ``geometry_parameters()``.
 
-* The torch weights equal leap's NumPy ones (:mod:`leap.weights`) at the facade's values.
+* The torch weights equal leap's NumPy ones (:mod:`leap.reconstruction.weights`) at the facade's values.
 * The output equals leap's FBP and its adjoint: the facade's for parallel and fan (flat)
   beams, leap's FBP of the geometry's modular form for untilted cone beams (the facade's
   cone kernels differ from the modular model by their ray stretch, ~1e-5), and leap's FBP
   filtering along the tilted rows (``tilt_resampling=False``) for tilted cone beams (the
-  facade's FBP resamples their views upright first, ``leap.tilt_resampling``).
+  facade's FBP resamples their views upright first, ``leap.reconstruction.tilt_resampling``).
 * The data gradient is the exact adjoint (leap's ``fbp_adjoint`` / ``fbp``).
 * Directional derivatives of ``⟨FBP(θ(p)) g, ȳ⟩`` along each parameter match central
   differences of the float32 forward to 1e-3, as in ``test_geometry_parameters.py``: steps
@@ -23,7 +23,7 @@ from conftest import analytic_and_central_difference, rel_l2
 torch = pytest.importorskip("torch")
 
 from leap import weights  # noqa: E402
-from leap.fbp import fbp, fbp_adjoint  # noqa: E402
+from leap.reconstruction.fbp import fbp, fbp_adjoint  # noqa: E402
 from leap.geometry import ConeBeam  # noqa: E402
 from leap.torch import FBP, Projector  # noqa: E402
 from leap.torch import _fbp_params as fp  # noqa: E402

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from geometry_test_fields import facade_output  # noqa: E402
 
-from leap.fbp import fbp as leap_fbp  # noqa: E402
+from leap.reconstruction.fbp import fbp as leap_fbp  # noqa: E402
 from leap.geometry import ConeBeam, Detector  # noqa: E402
 from leap.torch import Projector  # noqa: E402
 from leap.torch.geometry import cone_beam_modular  # noqa: E402
@@ -103,7 +103,7 @@ def test_parameters_reproduce_the_facade_and_keep_volume_gradients():
     f = smooth_volume().requires_grad_(True)
     nominal = proj(f)
     # The facade's FBP of a tilted cone beam resamples its views upright
-    # (leap.tilt_resampling); FBP through the parameters filters along the tilted rows,
+    # (leap.reconstruction.tilt_resampling); FBP through the parameters filters along the tilted rows,
     # as fbp(..., tilt_resampling=False) does.
     s = proj.leapct.system
     fbp_nominal = torch.from_numpy(leap_fbp(s.geometry, s.volume, nominal.detach()[0].numpy(),

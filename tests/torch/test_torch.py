@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 
 import leap  # noqa: E402
 from conftest import REPO_ROOT  # noqa: E402
-import leap.fbp  # noqa: E402
+import leap.reconstruction.fbp  # noqa: E402
 import leap.operators  # noqa: E402
 from leap.torch import (FBP, BackProjectorFunctionCPU, BackProjectorFunctionGPU,  # noqa: E402
                         BaseProjector, FBPFunctionCPU, FBPFunctionGPU, FBPReverseFunctionCPU,
@@ -80,7 +80,7 @@ def make_map(kind, name, **kw):
 # ------------------------------------------------------------------ packaging
 @pytest.mark.slow
 def test_importing_leap_does_not_import_torch():
-    code = ("import sys, leap, leap.compat.model, leap.fbp, leap.operators, leapctype; "
+    code = ("import sys, leap, leap.compat.model, leap.reconstruction.fbp, leap.operators, leapctype; "
             "assert 'torch' not in sys.modules, 'leap imported torch'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT)
 
@@ -158,7 +158,7 @@ def test_fbp_forward_is_facade_fbp_and_grad_is_its_adjoint(kind):
     f.backward(v)
     for b in range(2):
         assert torch.equal(f[b].detach(), torch.from_numpy(ct.FBP(g[b].detach().numpy().copy())))
-        adj = leap.fbp.fbp_adjoint(ct.core_geometry(), ct.core_volume(), v[b].numpy().copy(),
+        adj = leap.reconstruction.fbp.fbp_adjoint(ct.core_geometry(), ct.core_volume(), v[b].numpy().copy(),
                                    **ct.fbp_options())
         assert torch.equal(g.grad[b], torch.from_numpy(adj))
     # and the adjoint identity <FBP g, v> = <g, FBPᵀ v>, scale-free
@@ -252,7 +252,7 @@ def test_cpu_tensors_follow_the_facades_gpu_selection(monkeypatch, name):
 
     # the core function each map calls (FBP calls back-projection inside: not spied)
     core = {"project": (leap.operators, "project"), "backproject": (leap.operators, "backproject"),
-            "fbp": (leap.fbp, "fbp"), "fbp_reverse": (leap.fbp, "fbp_adjoint")}
+            "fbp": (leap.reconstruction.fbp, "fbp"), "fbp_reverse": (leap.reconstruction.fbp, "fbp_adjoint")}
     adjoint = {"project": "backproject", "backproject": "project", "fbp": "fbp_reverse",
                "fbp_reverse": "fbp"}
     spy(*core[name])

@@ -11,7 +11,7 @@ import numpy as np
 from ...geometry.conventions import default_volume, volume_from_leap
 from ..lazy import Constant
 from ...system import CTSystem
-from ...weights import angular_range_degrees
+from ...reconstruction.weights import angular_range_degrees
 
 
 class ScanFormatError(ValueError):

@@ -72,7 +72,7 @@ import numpy as np
 from ...geometry import ConeBeam, Detector, ModularBeam
 from ...geometry.conventions import default_volume, volume_from_leap
 from ...system import CTSystem, FBPOptions
-from ...weights import angular_range_degrees, angular_step
+from ...reconstruction.weights import angular_range_degrees, angular_step
 from ..lazy import Constant, Mapped
 from ._common import ScanFormatError, check_monotonic, default_system
 from ._raw import RawFrames

@@ -194,7 +194,7 @@ class Scan:
     def find_center_col(self, data=None, *, i_row=None, margin: int | None = None,
                         **kwargs) -> float:
         """The detector column of the rotation axis estimated from the data (conjugate
-        rays, :func:`leap.geometric_calibration.find_center_col`): ``data`` the line
+        rays, :func:`leap.preprocessing.geometric_calibration.find_center_col`): ``data`` the line
         integrals (default: :meth:`attenuation`). Returns the column; use
         :meth:`with_center_col` to apply it.
 
@@ -205,7 +205,7 @@ class Scan:
         band: the same estimate as from the whole scan, from views × band × columns of
         data. (Parallel scans shorter than 225° compare all rows in LEAP; here those of
         the band.) ``data`` given as an array is searched whole, as before."""
-        from ...geometric_calibration import find_center_col
+        from ...preprocessing.geometric_calibration import find_center_col
         geo = self.system.geometry
         if data is not None:
             g = np.ascontiguousarray(np.asarray(data, dtype=np.float32))
@@ -236,11 +236,11 @@ class Scan:
 
     def find_tilt(self, data=None) -> float:
         """The detector's tilt about the optical axis (degrees, as
-        :func:`leap.geometric_calibration.find_tilt` returns it) estimated from two views
+        :func:`leap.preprocessing.geometric_calibration.find_tilt` returns it) estimated from two views
         180° apart: ``data`` the line integrals, default :meth:`attenuation` of which only
         the views those two projections need are read
-        (:func:`~leap.geometric_calibration.tilt_from_views`)."""
-        from ...geometric_calibration import find_tilt, tilt_from_views
+        (:func:`~leap.preprocessing.geometric_calibration.tilt_from_views`)."""
+        from ...preprocessing.geometric_calibration import find_tilt, tilt_from_views
         if data is None:
             # Reads only the views the two conjugate projections need (lazily).
             return float(tilt_from_views(self.system.geometry, self.attenuation()))

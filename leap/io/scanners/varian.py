@@ -89,7 +89,7 @@ import numpy as np
 from ...geometry import ConeBeam, Detector, ModularBeam
 from ...geometry.conventions import default_volume, volume_from_leap
 from ...system import CTSystem, FBPOptions
-from ...weights import angular_range_degrees
+from ...reconstruction.weights import angular_range_degrees
 from ..lazy import PerView
 from ._common import ScanFormatError, check_monotonic, number, warn_no_white_level
 from ._hnd import read_hnd, write_hnd
@@ -272,7 +272,7 @@ def _system(geometry, mean, offset_scan: bool, path="") -> CTSystem:
         if span < 360.0 - step:
             warnings.warn(f"{path}: a half-fan (offset-detector) scan covering {span:.1f}°: "
                           "FBP's half-fan weights need a full turn and are not applied "
-                          "(leap.weights.offset_scan_layout); the reconstruction will show "
+                          "(leap.reconstruction.weights.offset_scan_layout); the reconstruction will show "
                           "the offset detector's seam", stacklevel=3)
     v = default_volume(mean, 1.0, angular_range=span, offset_scan=offset_scan)
     return CTSystem(geometry=geometry, volume=volume_from_leap(mean, **v),

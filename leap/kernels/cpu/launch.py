@@ -177,7 +177,7 @@ def prepare_projections(plan, g: np.ndarray, out: np.ndarray | None = None) -> n
 
 def prepared_layout(plan) -> int:
     """How :func:`prepare_projections` lays out the plan's views, as
-    :func:`leap.filters.filter_views` names it: ``VALUES`` (:func:`direct_rows`) or
+    :func:`leap.reconstruction.filters.filter_views` names it: ``VALUES`` (:func:`direct_rows`) or
     ``CUMSUM``."""
     return _filters.VALUES if direct_rows(plan) else _filters.CUMSUM
 

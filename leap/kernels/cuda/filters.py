@@ -1,6 +1,6 @@
 """FBP's projection-domain steps on the GPU: weights, offset-scan padding, ramp filter.
 
-The ramp filter is the linear convolution of :func:`leap.filters.filter_rows` (rows
+The ramp filter is the linear convolution of :func:`leap.reconstruction.filters.filter_rows` (rows
 zero-padded to N = ``2·(H.size − 1)`` samples, optional edge extrapolation, its exact
 transpose). With CuPy installed it runs as float64 FFTs (``cupy.fft``) on the caller's
 stream, in row blocks that bound the temporary spectra; without CuPy (or under the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, float64
 
-from ...arrays import simulator_enabled
+from ...devices.arrays import simulator_enabled
 from ._jit import BLOCK_2D, KERNEL, THREADS_1D, blocks
 
 # Rows per CuPy FFT block: bounds the float64/complex128 temporaries to ~256 MiB.
@@ -177,7 +177,7 @@ def _have_cupy() -> bool:
 
 def filter_rows(q, H, stream, *, extrapolate=False, transpose=False, alloc=None):
     """Ramp-filter every row of the device array q (…, num_cols) in place; see
-    :func:`leap.filters.filter_rows` for ``H``, ``extrapolate`` and ``transpose``.
+    :func:`leap.reconstruction.filters.filter_rows` for ``H``, ``extrapolate`` and ``transpose``.
 
     ``alloc(shape)`` returns a float32 device scratch array (direct-convolution path).
     """

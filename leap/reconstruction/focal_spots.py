@@ -24,7 +24,7 @@ flat FFS scans with carries no helical weighting.
 Curved detectors (cylinders about the focal centre) have no such equivalent: their FBP
 applies the shifts in the back-projector's focus offsets (``leap.kernels.cpu.axial``),
 and the helical window of each view follows its own source's angle and height
-(:func:`leap.fbp.helical_slice_weights`), as it does here for each group.
+(:func:`leap.reconstruction.fbp.helical_slice_weights`), as it does here for each group.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def groups_by_spot(geometry) -> list[tuple[np.ndarray, object]]:
     unshifted :class:`~leap.geometry.ConeBeam` about that spot's source (see the module
     docstring). Raises ValueError for curved detectors, tilted ones, more than
     :data:`MAX_SPOTS` spots, or a spot seen in fewer than two views."""
-    from .geometry import ConeBeam
+    from ..geometry import ConeBeam
     if not isinstance(geometry, ConeBeam) or geometry.source_shifts is None:
         raise ValueError("groups_by_spot needs a ConeBeam with source_shifts")
     d = geometry.detector
@@ -98,7 +98,7 @@ def uses_spot_groups(geometry) -> bool:
     untilted detector and ``source_shifts``, helical or with no z shift (a circular scan
     whose spot moves in z keeps the modular back-projection, weighted about the focal
     centre)."""
-    from .geometry import ConeBeam
+    from ..geometry import ConeBeam
     if not (isinstance(geometry, ConeBeam) and geometry.source_shifts is not None
             and not geometry.detector.curved and geometry.tilt == 0.0):
         return False

@@ -42,9 +42,9 @@ import math
 
 import numpy as np
 
-from .algorithms._array import array_namespace, vdot
-from .algorithms._common import check_count
-from .geometry._checks import integer as _integer
+from ._array import array_namespace, vdot
+from ._common import check_count
+from ..geometry._checks import integer as _integer
 
 __all__ = ["huber", "huber_derivative", "huber_curvature", "tv_cost", "tv_gradient",
            "tv_quad_form", "tv_diffuse", "tv_denoise", "TotalVariation",
@@ -308,7 +308,7 @@ class TotalVariation:
     def _x(self, f):
         if self.f0 is None:
             return f
-        from .algorithms._array import check_no_overlap
+        from ._array import check_no_overlap
         check_no_overlap("f", f, f0=self.f0)        # else f − f0 = 0 whatever f is
         return f - self.f0
 

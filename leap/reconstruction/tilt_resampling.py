@@ -75,7 +75,7 @@ class UprightResampling(NamedTuple):
 
 def is_tilted(geometry) -> bool:
     """Whether ``geometry`` is a cone beam with a tilted (flat) detector."""
-    from .geometry import ConeBeam
+    from ..geometry import ConeBeam
     return isinstance(geometry, ConeBeam) and geometry.tilt != 0.0
 
 

@@ -1,6 +1,6 @@
 """Filtered back-projection (FBP / FDK) for every geometry, in attenuation units.
 
-Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`):
+Steps, with LEAP's conventions (see :mod:`leap.reconstruction.weights` and :mod:`leap.reconstruction.filters`):
 
 1. pre-weights: cosine weights (fan/cone, flat/curved, with τ) × view weights
    (Parker for short scans, ½ redundancy for ≥ 360°, non-equispaced steps) —
@@ -8,26 +8,26 @@ Steps, with LEAP's conventions (see :mod:`leap.weights` and :mod:`leap.filters`)
    modular beams (axially aligned) are weighted view by view as the cone beam each
    view is (:meth:`leap.geometry.ModularBeam.axial_terms`);
 2. ramp filter along detector rows (linear convolution, FFT), scaled by
-   :func:`leap.weights.fbp_scale`;
+   :func:`leap.reconstruction.weights.fbp_scale`;
 3. post-weights (the inverse cone weight);
 4. back-projection with the matched back-projector (fan beams: extra distance weight
    sod/(sod − x·θ); cone-parallel: D/sod, undoing the footprint's 1/D row magnification); helical cone scans weight each voxel's views with a window
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
 Tilted cone beams (``tilt``, LEAP's ``tiltAngle``) are reconstructed as their upright
-form, the views resampled onto it by two shears (:mod:`leap.tilt_resampling`): filtering
+form, the views resampled onto it by two shears (:mod:`leap.reconstruction.tilt_resampling`): filtering
 along the tilted rows themselves mixes heights and fails with measured (non-uniform)
 angles. Flat-detector scans with a flying focal spot (``source_shifts``; helical, or
 without z shifts) are reconstructed spot by spot, each spot's views an ordinary cone beam
-about its own source (:mod:`leap.focal_spots`).
+about its own source (:mod:`leap.reconstruction.focal_spots`).
 
 A uniform object of value μ (1/mm) reconstructs to μ.
 
 GPU: CUDA arrays (CuPy, torch CUDA, ``__cuda_array_interface__``) run every step on
 their device (weights and back-projection as Numba CUDA kernels, the ramp filter with
 CuPy's FFT; :mod:`leap.kernels.cuda.filters`); NumPy arrays with GPUs selected
-(``devices=`` or :func:`leap.gpu.set_devices`) run on the GPU(s) from host memory in
-volume slabs and view chunks (:mod:`leap.gpu`). Weights come from the geometry alone,
+(``devices=`` or :func:`leap.devices.gpu.set_devices`) run on the GPU(s) from host memory in
+volume slabs and view chunks (:mod:`leap.devices.gpu`). Weights come from the geometry alone,
 so only geometry-sized arrays travel to the device.
 """
 from __future__ import annotations
@@ -36,14 +36,14 @@ import math
 
 import numpy as np
 
-from . import _validate, operators
-from . import arrays as _arrays
+from .. import _validate, operators
+from ..devices import arrays as _arrays
 from .filters import ROWS, filter_rows, filter_views, ramp_response
-from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
-from .gpu import resolve as resolve_devices
-from .kernels.cpu import launch as _cpu
+from ..geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam, Volume
+from ..devices.gpu import resolve as resolve_devices
+from ..kernels.cpu import launch as _cpu
 from .focal_spots import group_weights, groups_by_spot, uses_spot_groups
-from .kernels.plan import make_plan
+from ..kernels.plan import make_plan
 from .tilt_resampling import is_tilted, to_upright, to_upright_transpose, upright_form
 from .weights import (angular_step, cosine_weights, fbp_scale, offset_scan_layout,
                       offset_scan_padding, offset_scan_weights, parker_weights, view_weights)
@@ -95,7 +95,7 @@ def helical_slice_weights(geometry: ConeBeam, volume: Volume, window: float | No
     if geometry.source_shifts is not None:
         # A flying focal spot: each view's window is centred where its own source, at
         # angle ψ + Δψ and height z_s + Δz, passes the slice (as each spot's views
-        # reconstructed about their own source would be; leap.focal_spots).
+        # reconstructed about their own source would be; leap.reconstruction.focal_spots).
         src = (geometry.source_shifts[:, 0] + geometry.source_shifts[:, 1] / h)[:, None]
     d = np.abs(psi[:, None] + src - (psi_mid + z[None, :] / h))
     lo, hi = 0.5 * math.pi - delta, 0.5 * math.pi + delta
@@ -143,7 +143,7 @@ def _filter_factors(geometry, volume, ramp_filter, lowpass, window):
 
 
 def _modular_cosine_weights(geometry):
-    """Modular beams' cosine weights (:func:`leap.weights.cosine_weights`) as functions
+    """Modular beams' cosine weights (:func:`leap.reconstruction.weights.cosine_weights`) as functions
     ``(vs, ve) → weights of views vs:ve``: they differ per view and pixel, so whole
     arrays would be (num_angles, num_rows, num_cols) float64 twice over; the filtering
     computes them a block of views at a time (bit for bit the same values)."""
@@ -191,9 +191,9 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
 
 
 def geometry_ramp_response(geometry, ramp_filter=2, lowpass=1.0, window="none") -> np.ndarray:
-    """The ramp filter's response (:func:`leap.filters.ramp_response`) for this geometry's
+    """The ramp filter's response (:func:`leap.reconstruction.filters.ramp_response`) for this geometry's
     detector: samples spaced as the columns are at the axis, the fan-beam form for curved
-    detectors. Unscaled (FBP multiplies it by :func:`leap.weights.fbp_scale`)."""
+    detectors. Unscaled (FBP multiplies it by :func:`leap.reconstruction.weights.fbp_scale`)."""
     d = geometry.detector
     curved = getattr(d, "curved", False)
     return ramp_response(d.num_cols, _sample_spacing(geometry), ramp_filter, lowpass=lowpass,
@@ -262,7 +262,7 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     :func:`helical_slice_weights`. ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
     ``tilt_resampling``: tilted cone beams are reconstructed as their upright form
-    (:mod:`leap.tilt_resampling`); False filters along the tilted detector rows instead,
+    (:mod:`leap.reconstruction.tilt_resampling`); False filters along the tilted detector rows instead,
     as upstream LEAP's GPU FBP and leap's trainable-geometry FBP
     (:mod:`leap.torch`) do (less accurate, worst with non-uniform angles).
     """
@@ -314,7 +314,7 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
 
 def _fbp_tilted(geometry, volume, g, out, *, fov_radius, **opts):
     """FBP of a tilted cone beam: FBP of its upright form, the views resampled onto it
-    (:mod:`leap.tilt_resampling`), within the tilted scan's own field of view. CUDA
+    (:mod:`leap.reconstruction.tilt_resampling`), within the tilted scan's own field of view. CUDA
     arrays are resampled on the host (the resampling is a NumPy gather; the
     reconstruction itself runs on their device)."""
     upright, rs = upright_form(geometry)
@@ -347,7 +347,7 @@ def _spot_settings(geometry, fov_radius, taper):
 def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts):
     """FBP of a flat-detector scan with a flying focal spot: the weighted mean of the
     FBPs of its focal-spot groups, each a cone beam about its own source
-    (:mod:`leap.focal_spots`, :func:`~leap.focal_spots.group_weights`)."""
+    (:mod:`leap.reconstruction.focal_spots`, :func:`~leap.reconstruction.focal_spots.group_weights`)."""
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         raise NotImplementedError("FBP of a flat-detector scan with a flying focal spot groups "
                                   "its views by spot on the host: pass NumPy arrays (GPUs "
@@ -379,7 +379,7 @@ class FilterStage:
     ``stage(g, out, views=(vs, ve), rows=(rs, re))`` writes the filtered block: ``g`` the
     measured views vs:ve and rows rs:re (nv, nr, num_cols) float32, ``out`` (nv, nr,
     geometry's columns) float32 (or the back-projector's layout, see
-    :func:`leap.filters.filter_views`). Filtering runs along rows and every weight is a
+    :func:`leap.reconstruction.filters.filter_views`). Filtering runs along rows and every weight is a
     function of (view, row, column), so a block filters as it does inside the whole,
     bit for bit.
     """
@@ -586,7 +586,7 @@ def _block_of(w, vs, ve, rs, re):
 def _filter_device(g, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan, stream,
                    alloc):
     """q ← the filtered views vs:ve on the GPU (g: those views of the measured data)."""
-    from .kernels.cuda import filters as cf
+    from ..kernels.cuda import filters as cf
     if n_add:
         cf.pad_columns(g, w2, first, q, stream)
     else:
@@ -600,7 +600,7 @@ def _filter_device(g, q, vs, ve, first, n_add, w2, pre, H, post, truncated_scan,
 def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_scan,
              truncated_scan, fov_radius, helical_window, host=None):
     """FBP on the GPU: CUDA arrays (host=None) or NumPy arrays (host=(devices, cap))."""
-    from . import gpu
+    from ..devices import gpu
     fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
         geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window, helical_window)
     na, nr, nc = fgeo.projection_shape
@@ -634,8 +634,8 @@ def _fbp_gpu(geometry, volume, g, out, *, ramp_filter, lowpass, window, offset_s
 def _fbp_adjoint_cuda(geometry, volume, f, out, *, ramp_filter, lowpass, window, offset_scan,
                       truncated_scan, fov_radius, helical_window):
     """:func:`fbp_adjoint` on CUDA arrays, every step on f's device."""
-    from . import gpu
-    from .kernels.cuda import filters as cf
+    from ..devices import gpu
+    from ..kernels.cuda import filters as cf
     dev = _validate.check_cuda_pair("f", f, out, volume.shape, geometry.projection_shape)
     fgeo, first, n_add, w2, pre, H, post, plan = _gpu_plan(
         geometry, volume, offset_scan, fov_radius, ramp_filter, lowpass, window, helical_window)

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .rebin import gather_view_column, source_views
+from ..reconstruction.rebin import gather_view_column, source_views
 
 #: Tilt search grid of ``estimate_tilt`` (degrees): LEAP's ±4.9° in 0.1° steps.
 TILT_MAX, TILT_STEP = 4.9, 0.1
@@ -428,8 +428,8 @@ def calibration_params(geometry) -> SimpleNamespace:
     cone-parallel-beam geometry: LEAP's names, internal angles ``phis`` = ψ − π/2
     (radians), ``tiltAngle`` and ``angularRange`` in degrees, ``kind`` one of 'parallel',
     'fan', 'cone', 'cone_parallel'. Raises ValueError for modular beams."""
-    from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
-    from .weights import angular_range_degrees
+    from ..geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
+    from ..reconstruction.weights import angular_range_degrees
     kinds = ((ParallelBeam, "parallel"), (FanBeam, "fan"), (ConeBeam, "cone"),
              (ConeParallelBeam, "cone_parallel"))
     kind = next((name for cls, name in kinds if isinstance(geometry, cls)), None)
@@ -483,7 +483,7 @@ def search_columns(num_cols: int, bounds=None, offset_scan: bool = False, scale:
 
 def _check_data(geometry, g) -> None:
     """Projections must be finite float32 NumPy arrays of the geometry's shape."""
-    from . import _validate
+    from .. import _validate
     _validate.check_array("g", g, geometry.projection_shape)
     _validate.check_finite("g", g)
 
@@ -593,8 +593,8 @@ def scan_consistency_cost(geometry, g: np.ndarray, d_row: float = 0.0, d_col: fl
 def is_full_scan(geometry) -> bool:
     """Whether the views cover a full turn by LEAP's rule for conjugate rays: more than
     one view and an angular range of at least min(359°, 360° − one step)."""
-    from .weights import angular_range_degrees
-    from .weights import angular_step as mean_step
+    from ..reconstruction.weights import angular_range_degrees
+    from ..reconstruction.weights import angular_step as mean_step
     angles = geometry.view_angles()
     return bool(angles.size > 1 and angular_range_degrees(angles)
                 >= min(359.0, 360.0 - math.degrees(abs(mean_step(geometry)))))

@@ -1,4 +1,4 @@
-"""Compile leap's CPU kernels ahead of use: ``python -m leap.precompile``.
+"""Compile leap's CPU kernels ahead of use: ``python -m leap.kernels.precompile``.
 
 leap's kernels are Numba functions compiled on their first call and kept in Numba's
 on-disk cache (next to the package, or in ``NUMBA_CACHE_DIR``). In a fresh environment
@@ -9,8 +9,8 @@ fraction of a second. Nothing is compiled at import. Running this module once, w
 the cache will persist (a ``RUN`` step of a Dockerfile, a CI cache, the first cell of a
 notebook), moves that wait there::
 
-    python -m leap.precompile            # every geometry family
-    python -m leap.precompile cone fan   # some of them
+    python -m leap.kernels.precompile            # every geometry family
+    python -m leap.kernels.precompile cone fan   # some of them
 
 Each family is compiled by projecting, back-projecting and reconstructing (FBP) a tiny
 problem on the CPU, which compiles exactly the kernels that family's calls use for
@@ -24,9 +24,11 @@ import time
 
 import numpy as np
 
-from . import fbp as _fbp
-from .geometry import ConeBeam, Detector, FanBeam, ParallelBeam, Volume
-from .operators import backproject, project
+# Absolute imports: ``python -m leap.precompile`` (the old name, leap._moved) runs this
+# code as __main__ of package ``leap``, where relative ones would resolve wrongly.
+from leap.geometry import ConeBeam, Detector, FanBeam, ParallelBeam, Volume
+from leap.operators import backproject, project
+from leap.reconstruction import fbp as _fbp
 
 
 def _problems():
@@ -88,11 +90,11 @@ def precompile(families=FAMILIES) -> dict[str, float]:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m leap.precompile",
+    ap = argparse.ArgumentParser(prog="python -m leap.kernels.precompile",
                                  description="Compile leap's CPU kernels into Numba's cache.")
     # Names are checked here, not by argparse's choices: it checks what an empty nargs="*"
     # positional gives (its default, or []) against the choices as one value, so a bare
-    # `python -m leap.precompile` failed.
+    # `python -m leap.kernels.precompile` failed.
     ap.add_argument("families", nargs="*", metavar="family",
                     help=f"some of {', '.join(FAMILIES)} (default: all)")
     args = ap.parse_args(argv)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .kernels.cpu import filters as _cpu_filters
+from ..kernels.cpu import filters as _cpu_filters
 
 #: Windows leap adds on top of LEAP's family, as functions of ω/π ∈ [0, 1].
 WINDOWS = {
@@ -53,7 +53,7 @@ def ramp_filter_volume(f, voxel_width: float):
     """LEAP's 2-D ramp filter of every z-slice of ``f`` (num_z, num_y, num_x), in place:
     response √(X² + Y² − (XY/2)²)/voxel_width with X = 2|sin(ω_x/2)| (likewise Y),
     zero-padded to ``optimal_fft_size(2·max(num_y, num_x))``. Returns ``f``."""
-    from .algorithms.least_squares import ramp_filter_slices
+    from ..algorithms.least_squares import ramp_filter_slices
     ramp_filter_slices(f, out=f, n=optimal_fft_size(2 * max(f.shape[1], f.shape[2])))
     f *= np.float32(1.0 / voxel_width)
     return f
@@ -264,7 +264,7 @@ def hilbert_filter_rows(g: np.ndarray, geometry, *, extrapolate: bool = False) -
     power of two ≥ 2·num_cols; ``extrapolate`` (truncated scans) extends the edge values
     up to 100 samples into the padding. Returns ``g``.
     """
-    from .geometry import ConeBeam
+    from ..geometry import ConeBeam
     nc = geometry.detector.num_cols
     n = 1 << int(math.ceil(math.log2(2 * nc)))
     m = np.fft.fftfreq(n, 1.0 / n)              # 0, 1, …, −1: the sample offsets

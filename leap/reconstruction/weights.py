@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
+from ..geometry import ConeBeam, ConeParallelBeam, FanBeam, ModularBeam, ParallelBeam
 
 #: Geometries whose columns are parallel-beam lateral coordinates (mm at the axis).
 _PARALLEL_COLUMNS = (ParallelBeam, ConeParallelBeam)
@@ -32,7 +32,7 @@ def angular_range(degrees: np.ndarray) -> float:
     """LEAP's angular range of view angles given in degrees: the span plus half of the
     first and last steps, degrees (0 for one view;
     :func:`leap.geometry.angles.angular_span`)."""
-    from .geometry.angles import angular_span
+    from ..geometry.angles import angular_span
     return angular_span(degrees)
 
 

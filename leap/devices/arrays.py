@@ -3,7 +3,7 @@
 The operators dispatch on the array they are given (STYLE "Kernels and dispatch"):
 
 * ``numpy.ndarray`` → the Numba CPU kernels (or the GPU, from host memory, when a GPU
-  is selected; see :mod:`leap.gpu`);
+  is selected; see :mod:`leap.devices.gpu`);
 * CuPy arrays, torch CUDA tensors, Numba device arrays and anything else exposing
   ``__cuda_array_interface__`` → the Numba CUDA kernels, on the array's own device,
   without copies.

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .geometry import Volume
+from ..geometry import Volume
 
 
 def fov_mask(volume: Volume, radius: float) -> np.ndarray:

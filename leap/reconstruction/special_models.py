@@ -22,12 +22,12 @@ import math
 
 import numpy as np
 
-from . import _validate, operators
-from . import arrays as _arrays
+from .. import _validate, operators
+from ..devices import arrays as _arrays
 from .filters import _spatial_kernel, fft_length, filter_rows, ramp_response
-from .geometry import ConeBeam, ParallelBeam, Volume
-from .kernels.cpu import attenuated as _att
-from .kernels.cpu import symmetric as _sym
+from ..geometry import ConeBeam, ParallelBeam, Volume
+from ..kernels.cpu import attenuated as _att
+from ..kernels.cpu import symmetric as _sym
 from .weights import (FULL_SCAN_DEGREES, angular_range_degrees, angular_step, fbp_scale,
                       view_weights)
 

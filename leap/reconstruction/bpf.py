@@ -26,10 +26,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import _validate, operators
-from .algorithms.least_squares import ramp_filter_slices
+from .. import _validate, operators
+from ..algorithms.least_squares import ramp_filter_slices
 from .filters import optimal_fft_size
-from .geometry import ParallelBeam, Volume
+from ..geometry import ParallelBeam, Volume
 from .weights import (fbp_scale, offset_scan_layout, offset_scan_weights, parker_weights,
                       view_weights)
 

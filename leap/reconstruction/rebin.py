@@ -22,8 +22,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .geometry import ConeBeam, ConeParallelBeam, FanBeam, ParallelBeam
-from .geometry.cone import check_no_source_shifts
+from ..geometry import ConeBeam, ConeParallelBeam, FanBeam, ParallelBeam
+from ..geometry.cone import check_no_source_shifts
 from .weights import angular_range_degrees
 
 

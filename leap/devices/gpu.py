@@ -98,7 +98,7 @@ def resolve(devices, max_slices):
 
 # ------------------------------------------------------------- device-array level
 # Every function takes a :class:`leap.kernels.plan.Plan` (geometry in kernel form,
-# volume, field of view, FBP weights), built once per call by leap.operators / leap.fbp.
+# volume, field of view, FBP weights), built once per call by leap.operators / leap.reconstruction.fbp.
 
 def _numba_alloc(shape):
     from numba import cuda
@@ -109,7 +109,7 @@ def prepare_volume(plan, f, stream, alloc=_numba_alloc):
     """What the projector reads: S = z-cumulative sums (axial) or f itself (modular)."""
     if plan.modular:
         return f
-    from .kernels.cuda import axial
+    from ..kernels.cuda import axial
     nz, ny, nx = f.shape
     S = alloc((ny, nx, nz + 1))
     axial.cumsum_volume(f, S, stream)
@@ -118,7 +118,7 @@ def prepare_volume(plan, f, stream, alloc=_numba_alloc):
 
 def project_prepared(plan, P, g, stream, *, a0=0, z_first=0, accumulate=False):
     """Project a prepared slab (slices z_first.. of the plan's volume) into views a0.. (g)."""
-    from .kernels.cuda import axial, modular
+    from ..kernels.cuda import axial, modular
     volume = plan.volume
     z0 = volume.z0 + z_first * volume.voxel_height if z_first else volume.z0
     nz = P.shape[0] if plan.modular else P.shape[2] - 1
@@ -135,7 +135,7 @@ def prepare_projections(plan, g, stream, alloc=_numba_alloc):
     """What the back-projector reads: G = row-cumulative sums (axial) or g (modular)."""
     if plan.modular:
         return g
-    from .kernels.cuda import axial
+    from ..kernels.cuda import axial
     na, nr, nc = g.shape
     G = alloc((na, nr + 1, nc))
     axial.cumsum_projections(g, plan.row_factor, G, stream)
@@ -144,7 +144,7 @@ def prepare_projections(plan, g, stream, alloc=_numba_alloc):
 
 def backproject_prepared(plan, G, f, stream, *, a0=0, z_first=0, accumulate=False):
     """Back-project prepared views a0.. (G) into the slab f (slices z_first..)."""
-    from .kernels.cuda import axial, modular
+    from ..kernels.cuda import axial, modular
     volume = plan.volume
     z0 = volume.z0 + z_first * volume.voxel_height if z_first else volume.z0
     part = plan.view_slice(a0, a0 + G.shape[0])
@@ -271,7 +271,7 @@ def backproject_host(plan, g: np.ndarray, f: np.ndarray, devices, cap):
 
 
 def slab_driver(plan, f, shape, devices, cap, load_views):
-    """Public form of the slab loop for FBP (leap.fbp): ``shape`` = (na, nr, nc) of the
+    """Public form of the slab loop for FBP (leap.reconstruction.fbp): ``shape`` = (na, nr, nc) of the
     prepared views that ``load_views(vs, ve, stream)`` returns (G for axial geometries)."""
     na, nr, nc = shape
     return _slab_driver(plan, f, na, nr, nc, devices, cap, load_views)
