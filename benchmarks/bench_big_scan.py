@@ -1,7 +1,8 @@
 """Big-scan benchmark: FBP of a Nikon folder in memory against out of core (issue 51).
 
 Run: ``python benchmarks/bench_big_scan.py [--views 800] [--det 768] [--size 768]
-[--repeat 2] [--folder DIR] [--out-format zarr|hdf5|tiff]``
+[--repeat 2] [--folder DIR] [--out-format zarr|hdf5|tiff] [--modes memory,stream]
+[--no-warmup]``
 
 Writes a simulated Nikon XT scan (``leap.io.scanners.nikon.write_scan``: ``views`` uint16
 TIFF projections of ``det``×``det`` pixels of 0.2 mm, sod 500 mm, sdd 1000 mm, the 3-D
@@ -18,7 +19,8 @@ process for the next):
 
 The volume is ``size``³ voxels of ``0.2·sod/sdd`` mm. The runs alternate (memory, out of
 core, memory, …) ``--repeat`` times after one warm-up run of each (Numba's cache loaded,
-files in the page cache); the table gives every run's seconds and peak RSS (the child's
+files in the page cache; ``--no-warmup`` skips it, for sizes where one run of each is
+what there is time for); ``--modes`` runs one of the two paths only. The table gives every run's seconds and peak RSS (the child's
 ``getrusage`` maximum resident set) and the ratio of the best times.
 """
 from __future__ import annotations
@@ -99,7 +101,32 @@ def child(mode, folder, size, out):
     result["seconds"] = time.perf_counter() - t0
     result["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
     result["centre_slice_mean"] = centre
+    if mode == "memory":                  # after the timing: compared with the stream's
+        np.save(_memory_volume_path(folder), f)
     print(json.dumps(result))
+
+
+def _memory_volume_path(folder):
+    return os.path.join(os.path.dirname(os.path.abspath(folder)), "bench-memory-volume.npy")
+
+
+def compare_volumes(folder, out, out_format):
+    """max |out of core − in memory| / max |in memory| over the whole volume, slab by
+    slab (the last runs of each path)."""
+    import leap.distributed as ld
+    ref = np.load(_memory_volume_path(folder), mmap_mode="r")
+    if out_format == "zarr":
+        vol = ld.open_zarr(out)
+    elif out_format == "hdf5":
+        vol = ld.open_hdf5(out + ":/volume")
+    else:
+        vol = ld.open_tiff_stack(os.path.dirname(out))
+    worst = scale = 0.0
+    for z in range(0, ref.shape[0], 32):
+        a = np.asarray(ref[z:z + 32], np.float64)
+        b = np.asarray(vol[z:z + 32], np.float64)
+        worst, scale = max(worst, float(np.abs(a - b).max())), max(scale, float(np.abs(a).max()))
+    return worst / scale
 
 
 def run_child(mode, folder, size, out):
@@ -119,6 +146,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--folder", default=None, help="scan folder (default: a temporary one)")
     ap.add_argument("--out-format", default="zarr", choices=["zarr", "hdf5", "tiff"])
+    ap.add_argument("--modes", default="memory,stream",
+                    help="comma-separated paths to time: memory, stream (default both)")
+    ap.add_argument("--no-warmup", action="store_true", help="no untimed first run")
     ap.add_argument("--child", choices=["memory", "stream"], help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -138,21 +168,32 @@ def main():
     print(f"scan: {args.views} views of {args.det}x{args.det} uint16 ({raw_gib:.2f} GiB), "
           f"volume {args.size}^3 float32 ({4 * args.size ** 3 / 2 ** 30:.2f} GiB); "
           f"{os.cpu_count()} cores")
-    for mode in ("memory", "stream"):                      # warm-up
-        run_child(mode, folder, args.size, out)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - {"memory", "stream"}:
+        ap.error(f"--modes: memory and/or stream, got {args.modes!r}")
+    if not args.no_warmup:
+        for mode in modes:
+            run_child(mode, folder, args.size, out)
     runs = []
     for _ in range(args.repeat):
-        for mode in ("memory", "stream"):
+        for mode in modes:
             runs.append(run_child(mode, folder, args.size, out))
+            r = runs[-1]
+            print(f"  ({r['mode']}: {r['seconds']:.1f} s, {r['peak_rss_gib']:.2f} GiB)",
+                  flush=True)
     print(f"{'path':<12} {'seconds':>8} {'peak RSS GiB':>13}  detail")
     for r in runs:
         detail = (f"read {r['read_s']:.1f} s, FBP {r['fbp_s']:.1f} s"
                   if r["mode"] == "memory" else f"out={args.out_format}")
         print(f"{r['mode']:<12} {r['seconds']:8.2f} {r['peak_rss_gib']:13.2f}  {detail}")
-    best = {m: min(r["seconds"] for r in runs if r["mode"] == m) for m in ("memory", "stream")}
+    best = {m: min(r["seconds"] for r in runs if r["mode"] == m) for m in modes}
     means = {r["mode"]: r["centre_slice_mean"] for r in runs}
-    print(f"out of core / in memory (best times): {best['stream'] / best['memory']:.2f}; "
-          f"centre-slice means {means['memory']:.6g} / {means['stream']:.6g}")
+    if len(modes) == 2:
+        print(f"out of core / in memory (best times): {best['stream'] / best['memory']:.2f}; "
+              f"centre-slice means {means['memory']:.6g} / {means['stream']:.6g}; "
+              f"max |difference| / max |volume|: {compare_volumes(folder, out, args.out_format):.2e}")
+    if os.path.exists(_memory_volume_path(folder)):
+        os.remove(_memory_volume_path(folder))
     if os.path.isdir(out):
         import shutil
         shutil.rmtree(out)
