@@ -3,7 +3,8 @@
 Importing leap never imports torch, cupy or CUDA.
 """
 from . import _moved
-from .devices import _threading  # noqa: F401  (first: TBB must be loaded before any parallel kernel runs)
+# First: TBB must be loaded before any parallel kernel runs.
+from .devices import _threading  # noqa: F401
 from .geometry import (ConeBeam, ConeParallelBeam, Detector, FanBeam, ModularBeam, ParallelBeam,
                        Volume)
 from ._version import __version__

@@ -59,7 +59,8 @@ class FBPOptions:
     ramp_filter : int
         LEAP's ramp filter order 0..12 (2 = Shepp–Logan, 12 = Ram–Lak).
     window : str
-        Extra apodisation window of :data:`leap.reconstruction.filters.WINDOWS` ('none', 'hann', …).
+        Extra apodisation window of :data:`leap.reconstruction.filters.WINDOWS` ('none',
+        'hann', …).
     lowpass : float
         LEAP's FBPlowpass, FWHM of a low-pass filter in detector pixels (< 2: none).
     offset_scan : bool

@@ -84,9 +84,9 @@ class FBPMixin:
         return r
 
     def fbp_options(self):
-        """The keyword options of :func:`leap.reconstruction.fbp.fbp` / :func:`leap.reconstruction.fbp.fbp_adjoint` that
-        reproduce this object's :meth:`FBP` (ramp filter, window, low-pass, offset and
-        truncated scan, field of view)."""
+        """The keyword options of :func:`leap.reconstruction.fbp.fbp` /
+        :func:`leap.reconstruction.fbp.fbp_adjoint` that reproduce this object's :meth:`FBP`
+        (ramp filter, window, low-pass, offset and truncated scan, field of view)."""
         order, window = self._ramp_filter, "none"
         if isinstance(order, str):
             order, window = 12, order
@@ -155,7 +155,8 @@ class FBPMixin:
     def _filtered_backprojection(self, g, f, row_filter, *, inplace=False, offset_scan=None):
         """FBP of ``g`` with ``row_filter(q, geometry)`` in place of the ramp filter (CPU,
         NumPy); ``inplace`` leaves the filtered data in ``g`` where the shapes allow."""
-        from ..reconstruction.fbp import _check_axial_modular, filter_projections, weighted_backproject
+        from ..reconstruction.fbp import (_check_axial_modular, filter_projections,
+                                          weighted_backproject)
         from ..geometry import ModularBeam
         geo, vol = self.core_geometry(), self.core_volume()
         _validate.check_array("g", g, geo.projection_shape)

@@ -224,9 +224,9 @@ class TV(denoisingFilter):
 class LpNorm(denoisingFilter):
     """``weight · Σ h(B(f − f_0))``: LEAP's Huber-like potential of the (filtered) values.
 
-    ``B`` is the identity, or for ``FWHM`` > 1 the low-pass :func:`~leap.algorithms.regularization.blur`
-    of that FWHM (voxels), or for ``FWHM`` < −1 the high-pass ``I − blur``. The
-    gradient uses B's exact transpose.
+    ``B`` is the identity, or for ``FWHM`` > 1 the low-pass
+    :func:`~leap.algorithms.regularization.blur` of that FWHM (voxels), or for ``FWHM`` < −1
+    the high-pass ``I − blur``. The gradient uses B's exact transpose.
     """
 
     def __init__(self, leapct, delta=0.0, p=1.0, weight=1.0, f_0=None, FWHM=0.0):

@@ -4,7 +4,8 @@ geometric calibration, volume masks, resampling and small array helpers.
 The computations live in the core: the geometry classes' edits (``with_num_angles``,
 ``resized``, ``shifted``, ``spun``, ``reoriented``, ``rotated``),
 :mod:`leap.geometry.angles`, :mod:`leap.geometry.ranges`,
-:mod:`leap.preprocessing.geometric_calibration`, :mod:`leap.algorithms.masks`, :mod:`leap.preprocessing.resample` and
+:mod:`leap.preprocessing.geometric_calibration`, :mod:`leap.algorithms.masks`,
+:mod:`leap.preprocessing.resample` and
 :mod:`leap.preprocessing.mar`. This mixin converts LEAP's arguments (degrees, pixel indices, LEAP
 names, array kinds) for them and records the geometries they return as LEAP's
 parameters (``GeometryToolsMixin._record``).

@@ -1,9 +1,11 @@
 """Special forward models of the LEAP facade: the attenuated Radon transform
 (``set_attenuationMap``) and rotationally symmetric objects (``set_axisOfSymmetry``);
-and two special-purpose methods, back-projection filtration (``BPF``, :mod:`leap.reconstruction.bpf`)
+and two special-purpose methods, back-projection filtration (``BPF``,
+:mod:`leap.reconstruction.bpf`)
 and dictionary denoising (``DictionaryDenoising``, :mod:`leap.algorithms.dictionary_denoising`).
 
-While one is set, ``project``/``backproject``/``FBP`` route to :mod:`leap.reconstruction.special_models`.
+While one is set, ``project``/``backproject``/``FBP`` route to
+:mod:`leap.reconstruction.special_models`.
 State (set in ``reset``): ``_mu_map`` (a voxelised map or None), ``_mu_coeff`` and
 ``_mu_radius`` (the cylinder), ``_axis_of_symmetry`` (degrees, or None).
 """
@@ -171,7 +173,8 @@ class SpecialModelsMixin:
         g : (numAngles, numRows, numCols) projections; f : (numZ, numY, numX), filled
         with attenuation values (1/mm), zero outside the field of view, as FBP.
         The projections are back-projected (each line counted once) and every z-slice
-        is then ramp filtered in 2-D (see :mod:`leap.reconstruction.bpf`: the back-projection is taken
+        is then ramp filtered in 2-D (see :mod:`leap.reconstruction.bpf`: the
+        back-projection is taken
         on a grid wider than the volume so that the filter sees its tails). As in LEAP,
         only parallel-beam geometries are supported (other geometries raise ValueError);
         offset-detector scans (``set_offsetScan(True)``) are weighted as FBP weights them.

@@ -98,7 +98,8 @@ def resolve(devices, max_slices):
 
 # ------------------------------------------------------------- device-array level
 # Every function takes a :class:`leap.kernels.plan.Plan` (geometry in kernel form,
-# volume, field of view, FBP weights), built once per call by leap.operators / leap.reconstruction.fbp.
+# volume, field of view, FBP weights), built once per call by leap.operators /
+# leap.reconstruction.fbp.
 
 def _numba_alloc(shape):
     from numba import cuda
@@ -271,7 +272,8 @@ def backproject_host(plan, g: np.ndarray, f: np.ndarray, devices, cap):
 
 
 def slab_driver(plan, f, shape, devices, cap, load_views):
-    """Public form of the slab loop for FBP (leap.reconstruction.fbp): ``shape`` = (na, nr, nc) of the
+    """Public form of the slab loop for FBP (leap.reconstruction.fbp): ``shape`` =
+    (na, nr, nc) of the
     prepared views that ``load_views(vs, ve, stream)`` returns (G for axial geometries)."""
     na, nr, nc = shape
     return _slab_driver(plan, f, na, nr, nc, devices, cap, load_views)

@@ -8,7 +8,8 @@ overlapping row ranges, and a TIFF frame is decoded again by each slab. Instead:
 1. **Filter pass**, over blocks of views: a reader thread reads the next block (the
    source's own read: TIFF decoding, flat field, −log) while this thread weights and
    ramp-filters the current one with FBP's own filtering stage
-   (:class:`leap.reconstruction.fbp.FilterStage`, the code the in-memory :func:`leap.reconstruction.fbp.fbp` runs) and
+   (:class:`leap.reconstruction.fbp.FilterStage`, the code the in-memory
+   :func:`leap.reconstruction.fbp.fbp` runs) and
    writes the filtered rows to a scratch file on local disk.
 2. **Back-projection pass**, over z-slabs: a reader thread reads the next slab's rows
    (and, for helical scans, views) of filtered projections from the scratch file while

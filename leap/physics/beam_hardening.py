@@ -351,8 +351,8 @@ def ecc_coefficients(poly, fbp, *, order=3, mask=None, threshold=None, template_
     poly : projections (any shape ``fbp`` takes)
         Polychromatic attenuation.
     fbp : callable
-        Projections → volume (e.g. ``CTSystem.fbp`` or ``lambda g: leap.reconstruction.fbp.fbp(geo,
-        vol, g)``); called ``order`` times.
+        Projections → volume (e.g. ``CTSystem.fbp`` or
+        ``lambda g: leap.reconstruction.fbp.fbp(geo, vol, g)``); called ``order`` times.
     order : int
         Polynomial order N (the paper uses 3–4).
     mask : bool volume, optional

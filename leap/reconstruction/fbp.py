@@ -1,6 +1,7 @@
 """Filtered back-projection (FBP / FDK) for every geometry, in attenuation units.
 
-Steps, with LEAP's conventions (see :mod:`leap.reconstruction.weights` and :mod:`leap.reconstruction.filters`):
+Steps, with LEAP's conventions (see :mod:`leap.reconstruction.weights` and
+:mod:`leap.reconstruction.filters`):
 
 1. pre-weights: cosine weights (fan/cone, flat/curved, with τ) × view weights
    (Parker for short scans, ½ redundancy for ≥ 360°, non-equispaced steps) —
@@ -15,7 +16,8 @@ Steps, with LEAP's conventions (see :mod:`leap.reconstruction.weights` and :mod:
    centred where the source passes the voxel (see :func:`helical_slice_weights`).
 
 Tilted cone beams (``tilt``, LEAP's ``tiltAngle``) are reconstructed as their upright
-form, the views resampled onto it by two shears (:mod:`leap.reconstruction.tilt_resampling`): filtering
+form, the views resampled onto it by two shears
+(:mod:`leap.reconstruction.tilt_resampling`): filtering
 along the tilted rows themselves mixes heights and fails with measured (non-uniform)
 angles. Flat-detector scans with a flying focal spot (``source_shifts``; helical, or
 without z shifts) are reconstructed spot by spot, each spot's views an ordinary cone beam
@@ -143,7 +145,8 @@ def _filter_factors(geometry, volume, ramp_filter, lowpass, window):
 
 
 def _modular_cosine_weights(geometry):
-    """Modular beams' cosine weights (:func:`leap.reconstruction.weights.cosine_weights`) as functions
+    """Modular beams' cosine weights (:func:`leap.reconstruction.weights.cosine_weights`)
+    as functions
     ``(vs, ve) → weights of views vs:ve``: they differ per view and pixel, so whole
     arrays would be (num_angles, num_rows, num_cols) float64 twice over; the filtering
     computes them a block of views at a time (bit for bit the same values)."""
@@ -191,7 +194,8 @@ def _filter_steps(geometry, volume, ramp_filter, lowpass, window):
 
 
 def geometry_ramp_response(geometry, ramp_filter=2, lowpass=1.0, window="none") -> np.ndarray:
-    """The ramp filter's response (:func:`leap.reconstruction.filters.ramp_response`) for this geometry's
+    """The ramp filter's response (:func:`leap.reconstruction.filters.ramp_response`) for
+    this geometry's
     detector: samples spaced as the columns are at the axis, the fan-beam form for curved
     detectors. Unscaled (FBP multiplies it by :func:`leap.reconstruction.weights.fbp_scale`)."""
     d = geometry.detector
@@ -262,7 +266,8 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
     :func:`helical_slice_weights`. ``devices`` and ``max_slices``: as for
     :func:`leap.operators.project` (GPU selection for NumPy inputs).
     ``tilt_resampling``: tilted cone beams are reconstructed as their upright form
-    (:mod:`leap.reconstruction.tilt_resampling`); False filters along the tilted detector rows instead,
+    (:mod:`leap.reconstruction.tilt_resampling`); False filters along the tilted detector
+    rows instead,
     as upstream LEAP's GPU FBP and leap's trainable-geometry FBP
     (:mod:`leap.torch`) do (less accurate, worst with non-uniform angles).
     """
@@ -347,7 +352,8 @@ def _spot_settings(geometry, fov_radius, taper):
 def _fbp_by_spot(geometry, volume, g, out, *, fov_radius, helical_window, **opts):
     """FBP of a flat-detector scan with a flying focal spot: the weighted mean of the
     FBPs of its focal-spot groups, each a cone beam about its own source
-    (:mod:`leap.reconstruction.focal_spots`, :func:`~leap.reconstruction.focal_spots.group_weights`)."""
+    (:mod:`leap.reconstruction.focal_spots`,
+    :func:`~leap.reconstruction.focal_spots.group_weights`)."""
     if _arrays.is_cuda_array(g) or _arrays.is_cuda_array(out):
         raise NotImplementedError("FBP of a flat-detector scan with a flying focal spot groups "
                                   "its views by spot on the host: pass NumPy arrays (GPUs "
@@ -379,7 +385,8 @@ class FilterStage:
     ``stage(g, out, views=(vs, ve), rows=(rs, re))`` writes the filtered block: ``g`` the
     measured views vs:ve and rows rs:re (nv, nr, num_cols) float32, ``out`` (nv, nr,
     geometry's columns) float32 (or the back-projector's layout, see
-    :func:`leap.reconstruction.filters.filter_views`). Filtering runs along rows and every weight is a
+    :func:`leap.reconstruction.filters.filter_views`). Filtering runs along rows and every
+    weight is a
     function of (view, row, column), so a block filters as it does inside the whole,
     bit for bit.
     """

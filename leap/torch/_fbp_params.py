@@ -2,7 +2,8 @@
 
 :func:`fbp_parametric` is what :class:`leap.torch.FBP` and :meth:`leap.torch.Projector.fbp`
 compute once :meth:`~leap.torch._trainable.TrainableGeometry.geometry_parameters` have been
-called: leap's FBP (:mod:`leap.reconstruction.fbp`) composed in torch, so that autograd differentiates it
+called: leap's FBP (:mod:`leap.reconstruction.fbp`) composed in torch, so that autograd
+differentiates it
 in the data and in the parameters θ::
 
     FBP(θ) g = Bᵀ(θ) [ post(θ) · c(θ) · R( pre(θ) · g ) ]
@@ -15,7 +16,8 @@ in the data and in the parameters θ::
   parameters' current values, as leap decides it.
 * ``R``: the ramp filter along detector rows (linear convolution, zero padding, the
   truncated-scan edge extension), a linear map in torch whose gradient is its transpose.
-  Its response is leap's (:func:`leap.reconstruction.fbp.geometry_ramp_response`, filter order, low-pass
+  Its response is leap's (:func:`leap.reconstruction.fbp.geometry_ramp_response`, filter
+  order, low-pass
   and window) at the facade's geometry; the geometry enters it only through the sample
   spacing (the response is ∝ 1/spacing), carried with ``fbp_scale`` in the scalar ``c``.
 * ``Bᵀ(θ)``: the matched back-projection through the parameters, differentiable in them:
@@ -107,7 +109,8 @@ def _safe(x):
 
 
 def parker_weights(psi, fan=None, gamma=None):
-    """:func:`leap.reconstruction.weights.parker_weights` of view angles ψ (radians, a tensor): parallel
+    """:func:`leap.reconstruction.weights.parker_weights` of view angles ψ (radians, a
+    tensor): parallel
     beams when ``fan`` is None, (na, 1, 1); else divergent beams with the columns' fan
     angles ``fan`` (nc,) and the central ray's ``gamma`` (0-d), (na, 1, nc). None for
     full scans and scans too short for the weights (as leap, which warns for those)."""
@@ -155,7 +158,8 @@ def parker_weights(psi, fan=None, gamma=None):
 
 def cone_weights(params, g):
     """A flat cone (or, without ``centerRow``, fan) beam's cosine weights from the
-    parameter tensors (:func:`leap.reconstruction.weights.cosine_weights`): ``(pre, post)`` (1, nr | 1,
+    parameter tensors (:func:`leap.reconstruction.weights.cosine_weights`): ``(pre, post)``
+    (1, nr | 1,
     nc), with ``u = (i − centerCol)·pw/sdd``, ``v = (j − centerRow)·ph/sdd`` (fan: 0); and
     the columns' fan angles (nc,) and the central ray's angle (0-d) of the Parker weights
     (``leap.reconstruction.weights._fan_angles``). ``g``: the facade's geometry dictionary (detector

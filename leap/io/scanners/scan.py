@@ -236,7 +236,8 @@ class Scan:
 
     def find_tilt(self, data=None) -> float:
         """The detector's tilt about the optical axis (degrees, as
-        :func:`leap.preprocessing.geometric_calibration.find_tilt` returns it) estimated from two views
+        :func:`leap.preprocessing.geometric_calibration.find_tilt` returns it) estimated
+        from two views
         180° apart: ``data`` the line integrals, default :meth:`attenuation` of which only
         the views those two projections need are read
         (:func:`~leap.preprocessing.geometric_calibration.tilt_from_views`)."""

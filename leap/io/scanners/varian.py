@@ -272,8 +272,8 @@ def _system(geometry, mean, offset_scan: bool, path="") -> CTSystem:
         if span < 360.0 - step:
             warnings.warn(f"{path}: a half-fan (offset-detector) scan covering {span:.1f}°: "
                           "FBP's half-fan weights need a full turn and are not applied "
-                          "(leap.reconstruction.weights.offset_scan_layout); the reconstruction will show "
-                          "the offset detector's seam", stacklevel=3)
+                          "(leap.reconstruction.weights.offset_scan_layout); the "
+                          "reconstruction will show the offset detector's seam", stacklevel=3)
     v = default_volume(mean, 1.0, angular_range=span, offset_scan=offset_scan)
     return CTSystem(geometry=geometry, volume=volume_from_leap(mean, **v),
                     fbp_options=FBPOptions(offset_scan=offset_scan))

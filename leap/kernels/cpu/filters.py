@@ -2,7 +2,8 @@
 with FBP's weights on either side and the result written in the layout its consumer
 reads.
 
-The linear map is :func:`leap.reconstruction.filters.filter_rows`' (rows zero-padded to ``n`` samples,
+The linear map is :func:`leap.reconstruction.filters.filter_rows`' (rows zero-padded to
+``n`` samples,
 optionally extended by their edge values, multiplied by the real response H in the
 rfft layout, the first ``num_cols`` samples kept; or its transpose). The FFTs are
 scipy.fft's (pocketfft) compiled into Numba by ``rocket-fft``, so each thread runs its
