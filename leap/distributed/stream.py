@@ -200,9 +200,9 @@ def _progress(enabled, total, desc, unit):
     return tqdm(total=total, desc=desc, unit=unit, leave=False)
 
 
-def _reader(g):
+def _reader(g, name="g"):
     """``read(vs, ve, rs, re)`` → float32 C-contiguous block of g (a Source, a dask or a
-    NumPy array), checked finite."""
+    NumPy array), checked finite (an error names the array ``name``)."""
     from .sources import Source
 
     def read(vs, ve, rs, re):
@@ -216,7 +216,7 @@ def _reader(g):
         x = np.ascontiguousarray(x, dtype=np.float32)
         if not np.isfinite(x).all():
             bad = np.argwhere(~np.isfinite(x))[0]
-            raise ValueError(f"g holds NaN or infinite values (first in view {vs + bad[0]}, "
+            raise ValueError(f"{name} holds NaN or infinite values (first in view {vs + bad[0]}, "
                              f"row {rs + bad[1]}, column {bad[2]}); clean the data first "
                              "(e.g. a bad-pixel correction)")
         return x
