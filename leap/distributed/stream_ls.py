@@ -59,8 +59,8 @@ from ..algorithms._common import check_count
 from ..algorithms import least_squares
 from ..algorithms.least_squares import ramp_filter_slices
 from ..system import CTSystem
-from .stream import _progress, _reader
-from .stream_scratch import Workspace, copy_rows, copy_volume, default_progress, stream_bounds
+from .stream import _reader
+from .stream_scratch import Workspace, copy_rows, copy_volume, stream_bounds
 
 #: The preconditioners the out-of-core CG takes.
 PRECONDITIONERS = (None, "SQS", "RAMP")
@@ -111,7 +111,7 @@ def stream_rwls(system: CTSystem, g, num_iter, out, *, f=None, weights=None,
     parts = [system.part(z0, z1) for z0, z1 in bounds]
     slabs_parts = list(zip(bounds, parts))
 
-    with Workspace(system, out, bounds, name.lower(), out_format=out_format,
+    with Workspace(system, out, bounds, name, out_format=out_format,
                    overwrite=overwrite, scratch_dir=scratch_dir) as ws:
         G, PF, PD = ws.rows("g"), ws.rows("pf"), ws.rows("pd")
         Wf = None if weights is None else ws.rows("w")
@@ -189,50 +189,42 @@ def stream_rwls(system: CTSystem, g, num_iter, out, *, f=None, weights=None,
             return dg
 
         uTg_old = 0.0
-        bar = _progress(default_progress(system, progress), num_iter,
-                        f"{name} (out of core)", "iteration")
-        try:
-            for n in range(num_iter):
-                grad, grad_old = GRAD[n % 2], GRAD[(n + 1) % 2]
-                restart = n == 0 or n % least_squares.CG_RESTART == 0 or uTg_old <= 0
-                uTg = uTg_prev = 0.0
-                for (z0, z1), (part, v, r) in slabs_parts:
-                    res = PF.read(v, r) - G.read(v, r)
-                    wr = np.ascontiguousarray(weighted(res, v, r), dtype=np.float32)
-                    gz = part.backproject(wr)
-                    grad.write(z0, gz)
-                    u = precondition(gz, z0, z1)
-                    uTg += vdot(u, gz)
-                    if not restart:
-                        uTg_prev += vdot(u, grad_old.read(z0, z1))
-                if restart:
+        for n in ws.iterations(num_iter, progress):
+            grad, grad_old = GRAD[n % 2], GRAD[(n + 1) % 2]
+            restart = n == 0 or n % least_squares.CG_RESTART == 0 or uTg_old <= 0
+            uTg = uTg_prev = 0.0
+            for (z0, z1), (part, v, r) in slabs_parts:
+                res = PF.read(v, r) - G.read(v, r)
+                wr = np.ascontiguousarray(weighted(res, v, r), dtype=np.float32)
+                gz = part.backproject(wr)
+                grad.write(z0, gz)
+                u = precondition(gz, z0, z1)
+                uTg += vdot(u, gz)
+                if not restart:
+                    uTg_prev += vdot(u, grad_old.read(z0, z1))
+            if restart:
+                num = direction(grad, None)
+            else:
+                num = direction(grad, (uTg - uTg_prev) / uTg_old)
+                if num <= 0:
                     num = direction(grad, None)
-                else:
-                    num = direction(grad, (uTg - uTg_prev) / uTg_old)
-                    if num <= 0:
-                        num = direction(grad, None)
-                uTg_old = uTg
-                denom = sum(norm_w(PD.read(every, r), r) for r in blocks)
-                if not (num > 0 and denom > 0):
-                    break      # at a minimum (or no descent possible): nothing left to do
-                step = num / denom
+            uTg_old = uTg
+            denom = sum(norm_w(PD.read(every, r), r) for r in blocks)
+            if not (num > 0 and denom > 0):
+                break      # at a minimum (or no descent possible): nothing left to do
+            step = num / denom
+            if nonnegative:
+                PF.zero()
+            for (z0, z1), (part, v, r) in slabs_parts:
+                fz = F.read(z0, z1)
+                fz -= step * D.read(z0, z1)
                 if nonnegative:
-                    PF.zero()
-                for (z0, z1), (part, v, r) in slabs_parts:
-                    fz = F.read(z0, z1)
-                    fz -= step * D.read(z0, z1)
-                    if nonnegative:
-                        np.maximum(fz, 0.0, out=fz)
-                        PF.add(part.project(fz), v, r)
-                    F.write(z0, fz)
-                if not nonnegative:
-                    for r in blocks:
-                        p = PF.read(every, r)
-                        p -= step * PD.read(every, r)
-                        PF.write(p, 0, r.start)
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+                    np.maximum(fz, 0.0, out=fz)
+                    PF.add(part.project(fz), v, r)
+                F.write(z0, fz)
+            if not nonnegative:
+                for r in blocks:
+                    p = PF.read(every, r)
+                    p -= step * PD.read(every, r)
+                    PF.write(p, 0, r.start)
         return ws.commit(F)

@@ -17,7 +17,7 @@ from ..system import CTSystem
 from . import stream
 from .outputs import open_output
 from .slabs import check_slabs, default_slabs, slab_bounds
-from .stream import ScratchRows, _reader
+from .stream import ScratchRows, _progress, _reader
 
 
 class ScratchVolume:
@@ -60,8 +60,8 @@ class Workspace:
     on leaving it every scratch file is closed and removed, and on an exception the
     output is aborted (left absent, all or nothing as :func:`open_output` says).
 
-    ``name`` tags the scratch files (``.leap-<name>-<array>-<uuid>.f32`` in
-    ``scratch_dir``, default the output's directory)."""
+    ``name`` (the method's) tags the scratch files (``.leap-<name>-<array>-<uuid>.f32``
+    in ``scratch_dir``, default the output's directory) and the progress bar."""
 
     def __init__(self, system: CTSystem, out, bounds, name, *, out_format=None,
                  overwrite=False, scratch_dir=None):
@@ -74,13 +74,15 @@ class Workspace:
             self.writer.abort()
             raise FileNotFoundError(f"the scratch directory {self.where!r} does not exist")
         self.tag = uuid.uuid4().hex
-        self.files = []
+        self.files, self.loops = [], []
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
         try:
+            for loop in self.loops:
+                loop.close()
             if exc_type is not None:
                 self.writer.abort()
         finally:
@@ -89,7 +91,24 @@ class Workspace:
         return False
 
     def _path(self, key):
-        return os.path.join(self.where, f".leap-{self.name}-{key}-{self.tag}.f32")
+        return os.path.join(self.where, f".leap-{self.name.lower()}-{key}-{self.tag}.f32")
+
+    def iterations(self, num_iter, progress):
+        """``range(num_iter)``, counted on a tqdm bar of iterations when ``progress``
+        (:func:`default_progress`); the bar is closed however the loop ends."""
+        def loop():
+            bar = _progress(default_progress(self.system, progress), num_iter,
+                            f"{self.name} (out of core)", "iteration")
+            try:
+                for n in range(num_iter):
+                    yield n
+                    if bar is not None:
+                        bar.update(1)
+            finally:
+                if bar is not None:
+                    bar.close()
+        self.loops.append(loop())
+        return self.loops[-1]
 
     def rows(self, key, num_views=None) -> ScratchRows:
         """A projection-sized scratch file (``num_views`` views, default all) in row

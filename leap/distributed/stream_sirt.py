@@ -50,9 +50,9 @@ from ..algorithms._array import safe_reciprocal
 from ..algorithms._common import check_count
 from ..algorithms.sart import check_relaxation
 from ..system import CTSystem
-from .stream import _progress, _reader
-from .stream_scratch import (ScratchVolume, Workspace, copy_rows, copy_volume,  # noqa: F401
-                             default_progress, stream_bounds, subset_order, subset_starts)
+from .stream import _reader
+from .stream_scratch import (Workspace, copy_rows, copy_volume, stream_bounds, subset_order,
+                             subset_starts)
 
 
 def stream_sirt(system: CTSystem, g, num_iter, out, **kwargs):
@@ -94,8 +94,7 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
         """Subset m's views ``v`` (a slice of its own views) in the grouped scratch."""
         return slice(starts[m] + v.start, starts[m] + v.stop)
 
-    bar = None
-    with Workspace(system, out, bounds, name.lower(), out_format=out_format,
+    with Workspace(system, out, bounds, name, out_format=out_format,
                    overwrite=overwrite, scratch_dir=scratch_dir) as ws:
         G, W = ws.rows("g"), ws.rows("w")
         PF = [ws.rows("pf0", starts[1]), ws.rows("pf1", starts[1])]
@@ -121,33 +120,25 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
         if num_iter > 0:
             for (z0, z1), (part, v, r) in zip(bounds, parts[0]):
                 PF[0].add(part.project(F.read(z0, z1)), v, r)
-        bar = _progress(default_progress(system, progress), num_iter, f"{name} (out of core)",
-                        "iteration")
-        try:
-            step = 0
-            for n in range(num_iter):
-                for m in range(M):
-                    cur, nxt = PF[step % 2], PF[(step + 1) % 2]
-                    step += 1
-                    last = n == num_iter - 1 and m == M - 1
-                    if not last:
-                        nxt.zero()
-                    for k, ((z0, z1), (part, v, r)) in enumerate(zip(bounds, parts[m])):
-                        res = G.read(grouped(m, v), r) - cur.read(v, r)
-                        res *= W.read(grouped(m, v), r)
-                        d = part.backproject(res)
-                        d *= S.read(m * nz + z0, m * nz + z1)
-                        fz = F.read(z0, z1)
-                        fz += lam * d
-                        if nonnegative:
-                            np.maximum(fz, 0.0, out=fz)
-                        F.write(z0, fz)
-                        if not last:       # the next subset's projection, share by share
-                            part_next, v_next, r_next = parts[(m + 1) % M][k]
-                            nxt.add(part_next.project(fz), v_next, r_next)
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+        step = 0
+        for n in ws.iterations(num_iter, progress):
+            for m in range(M):
+                cur, nxt = PF[step % 2], PF[(step + 1) % 2]
+                step += 1
+                last = n == num_iter - 1 and m == M - 1
+                if not last:
+                    nxt.zero()
+                for k, ((z0, z1), (part, v, r)) in enumerate(zip(bounds, parts[m])):
+                    res = G.read(grouped(m, v), r) - cur.read(v, r)
+                    res *= W.read(grouped(m, v), r)
+                    d = part.backproject(res)
+                    d *= S.read(m * nz + z0, m * nz + z1)
+                    fz = F.read(z0, z1)
+                    fz += lam * d
+                    if nonnegative:
+                        np.maximum(fz, 0.0, out=fz)
+                    F.write(z0, fz)
+                    if not last:       # the next subset's projection, share by share
+                        part_next, v_next, r_next = parts[(m + 1) % M][k]
+                        nxt.add(part_next.project(fz), v_next, r_next)
         return ws.commit(F)

@@ -6,27 +6,12 @@ import numpy as np
 import pytest
 
 import leap.distributed as ld
-from dask_cases import make_system
+from dask_cases import close_to as _close, counted, stream_problem as _problem, views_read
 from leap.algorithms import least_squares, ls, rwls, wls
 from leap.distributed import stream
-from leap.io.lazy import InMemory
 from leap.regularization import TotalVariation
 
 pytest.importorskip("zarr")
-
-
-def _problem(kind):
-    system = make_system(kind)
-    f = np.zeros(system.volume_shape, np.float32)
-    f[2:-2, 8:-8, 8:-8] = 1.0
-    f[4:-4, 12:-14, 10:-12] = 2.0
-    return system, system.project(f)
-
-
-def _close(out, ref):
-    """Equal to float rounding: within 1e-4 of the largest value."""
-    out = np.asarray(out)
-    assert np.abs(out - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
 @pytest.mark.parametrize("kind, preconditioner, nonnegative", [
@@ -53,16 +38,10 @@ def test_wls_start_restarts_and_one_read(tmp_path, monkeypatch):
     W = np.exp(-0.3 * g).astype(np.float32)
     ref = wls(system.operator(), g, f0.copy(), 5, weights=W, preconditioner="SQS")
     reads = []
-
-    class Counted(InMemory):
-        def read(self, key):
-            reads.append(key)
-            return super().read(key)
-
-    out = ld.rwls(system, Counted(g), 5, f0, weights=Counted(W), preconditioner="SQS",
+    out = ld.rwls(system, counted(g, reads), 5, f0, weights=counted(W, reads), preconditioner="SQS",
                   client=False, out=str(tmp_path / "r.h5"), slabs=5)
     _close(out, ref)
-    assert sum(len(range(*k[0].indices(g.shape[0]))) for k in reads) == 2 * g.shape[0]
+    assert views_read(reads, g.shape[0]) == 2 * g.shape[0]
     assert os.listdir(tmp_path) == ["r.h5"]
 
 

@@ -6,20 +6,11 @@ import numpy as np
 import pytest
 
 import leap.distributed as ld
-from dask_cases import make_system, rel
+from dask_cases import close_to as _close, counted, rel, stream_problem as _problem, views_read
 from leap.algorithms import sart, sirt
 from leap.distributed import stream, stream_scratch
-from leap.io.lazy import InMemory
 
 pytest.importorskip("zarr")
-
-
-def _problem(kind):
-    system = make_system(kind)
-    f = np.zeros(system.volume_shape, np.float32)
-    f[2:-2, 8:-8, 8:-8] = 1.0
-    f[4:-4, 12:-14, 10:-12] = 2.0
-    return system, system.project(f)
 
 
 @pytest.mark.parametrize("kind", ["parallel", "cone", "helical", "modular"])
@@ -42,16 +33,10 @@ def test_start_mask_and_signed_values(tmp_path, monkeypatch):
     ref = sirt(system.operator(), g, f0.copy(), 3, mask=mask, nonnegative=False,
                relaxation=1.2)
     reads = []
-
-    class Counted(InMemory):
-        def read(self, key):
-            reads.append(key)
-            return super().read(key)
-
-    out = ld.sirt(system, Counted(g), 3, f0, mask=mask, nonnegative=False, relaxation=1.2,
+    out = ld.sirt(system, counted(g, reads), 3, f0, mask=mask, nonnegative=False, relaxation=1.2,
                   client=False, out=str(tmp_path / "r.h5"), slabs=5)
     assert rel(np.asarray(out), ref) <= 1e-5
-    assert sum(len(range(*k[0].indices(g.shape[0]))) for k in reads) == g.shape[0]
+    assert views_read(reads, g.shape[0]) == g.shape[0]
 
 
 def test_refusals(tmp_path):
@@ -66,12 +51,6 @@ def test_refusals(tmp_path):
 
 
 # ------------------------------------------------------------------------ OS-SART
-def _close(out, ref):
-    """Equal to float rounding: within 1e-4 of the largest value."""
-    out = np.asarray(out)
-    assert np.abs(out - ref).max() <= 1e-4 * np.abs(ref).max()
-
-
 @pytest.mark.parametrize("kind", ["parallel", "cone", "helical"])
 def test_os_sart_equals_in_memory(kind, tmp_path):
     system, g = _problem(kind)
@@ -95,16 +74,10 @@ def test_os_sart_start_mask_and_one_read(tmp_path, monkeypatch):
     ref = sart(system.operator(), g, f0.copy(), 2, 4, mask=mask, nonnegative=False,
                relaxation=1.1)
     reads = []
-
-    class Counted(InMemory):
-        def read(self, key):
-            reads.append(key)
-            return super().read(key)
-
-    out = ld.sart(system, Counted(g), 2, 4, f0, mask=mask, nonnegative=False,
+    out = ld.sart(system, counted(g, reads), 2, 4, f0, mask=mask, nonnegative=False,
                   relaxation=1.1, client=False, out=str(tmp_path / "r.h5"), slabs=5)
     _close(out, ref)
-    assert sum(len(range(*k[0].indices(g.shape[0]))) for k in reads) == g.shape[0]
+    assert views_read(reads, g.shape[0]) == g.shape[0]
     assert os.listdir(tmp_path) == ["r.h5"]
 
 
