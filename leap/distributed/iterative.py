@@ -249,11 +249,11 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
         if callable(weights) and not hasattr(weights, "shape"):
             raise TypeError(f"the out-of-core {name} takes weights as None, a number or an "
                             "array of the projections' shape, not a callable")
-        array_weights = getattr(weights, "ndim", 0) > 0 if weights is not None else False
-        g, f, p = _stream_inputs(system, g, f,
-                                 **{"weights (W)": weights if array_weights else None})
+        scalar = weights is None or isinstance(weights, numbers.Real) \
+            or getattr(weights, "ndim", None) == 0
+        g, f, p = _stream_inputs(system, g, f, **{"weights (W)": None if scalar else weights})
         return stream_rwls(system, g, num_iter, out, f=f,
-                           weights=p["weights (W)"] if array_weights else weights,
+                           weights=weights if scalar else p["weights (W)"],
                            preconditioner=preconditioner, nonnegative=nonnegative,
                            slabs=slabs, overwrite=overwrite, out_format=out_format,
                            progress=progress, scratch_dir=scratch_dir, name=name)

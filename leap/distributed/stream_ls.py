@@ -4,7 +4,7 @@ projections streamed and every vector in slabs on disk.
 :func:`leap.distributed.ls` and :func:`leap.distributed.rwls` (without a regulariser)
 with ``client=False`` and an ``out`` file run here. It is :func:`leap.algorithms.rwls`
 step for step: minimise ``½ (P f − g)ᵀ W (P f − g)`` by preconditioned Polak–Ribière
-conjugate gradients, restarted every :data:`~leap.algorithms.least_squares.CG_RESTART`
+conjugate gradients, restarted every ``leap.algorithms.least_squares.CG_RESTART`` (50)
 iterations or when the direction is not one of descent, the exact line step
 ``<d, ∇> / ‖P d‖²_W``, negatives set to 0 after each step (then ``P f`` is projected
 again) and a start ``f ≠ 0`` first scaled by ``<g, P f>/<P f, P f>``; it stops early, as
@@ -18,8 +18,7 @@ files; projection-sized ones (g, ``P f``, ``P d`` and array weights W) are row-b
 :class:`~leap.distributed.stream.ScratchRows` files. The preconditioned gradient
 ``u`` is not stored: it is made again from the gradient's slab where it is needed. Inner
 products are float32 products summed in float64 slab by slab (or row block by row
-block), as :func:`leap.algorithms._array.vdot` sums the whole arrays: equal to float64
-rounding.
+block), as the in-memory method sums the whole arrays: equal to float64 rounding.
 
 Each iteration, four passes:
 
@@ -92,7 +91,8 @@ def stream_rwls(system: CTSystem, g, num_iter, out, *, f=None, weights=None,
     ``out``, ``out_format``, ``overwrite``: :func:`~leap.distributed.outputs.open_output`;
     ``scratch_dir``: where the scratch files go (default: the output's directory);
     ``progress``: a tqdm bar of iterations (None: on when the projections exceed
-    256 MiB); ``slabs``: the number of z-slabs. Returns the volume read back lazily from
+    256 MiB); ``slabs``: the number of z-slabs (default
+    :func:`~leap.distributed.stream_scratch.stream_bounds`). Returns the volume read back lazily from
     ``out`` (a dask array).
     """
     num_iter = check_count("num_iter", num_iter)

@@ -16,7 +16,6 @@ import numpy as np
 from ..system import CTSystem
 from . import stream
 from .outputs import open_output
-from .slabs import check_slabs, default_slabs, slab_bounds
 from .stream import ScratchRows, _progress, _reader
 
 
@@ -39,11 +38,11 @@ class ScratchVolume:
 
 
 def stream_bounds(system: CTSystem, slabs):
-    """The z-slabs ``[(z0, z1), ...]`` of an out-of-core run (``slabs`` None: the default
-    count, :func:`~leap.distributed.slabs.default_slabs`)."""
-    nz = system.volume_shape[0]
-    return slab_bounds(nz, default_slabs(system) if slabs is None
-                       else check_slabs(system, slabs))
+    """The z-slabs ``[(z0, z1), ...]`` of an out-of-core run: ``slabs`` of them, or
+    (None) as many as the out-of-core FBP makes, so that a slab's rows of one
+    projection-sized array stay under :data:`~leap.distributed.stream.SLAB_ROWS_BYTES`
+    where thinner slabs still help (a slab holds its rows of three or four such arrays)."""
+    return stream._slab_bounds(system, slabs, system.projection_shape[2])
 
 
 def default_progress(system: CTSystem, progress):
@@ -58,7 +57,8 @@ def default_progress(system: CTSystem, progress):
 class Workspace:
     """The output writer and the scratch files of one out-of-core run, as a context:
     on leaving it every scratch file is closed and removed, and on an exception the
-    output is aborted (left absent, all or nothing as :func:`open_output` says).
+    output is aborted (left absent, all or nothing as
+    :func:`~leap.distributed.outputs.open_output` says).
 
     ``name`` (the method's) tags the scratch files (``.leap-<name>-<array>-<uuid>.f32``
     in ``scratch_dir``, default the output's directory) and the progress bar."""

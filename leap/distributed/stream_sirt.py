@@ -33,7 +33,8 @@ neighbouring slabs overlap in rows; read and written back per row block), and g,
 in all for parallel beams, about twice for cone beams). Everything is read from the
 scratch files (local disk / the page cache), never from the original files again.
 Memory: one slab, its rows of three projection-sized arrays of one subset, its share
-of the next projection and the row blocks being summed. Disk, float32, removed at the
+of the next projection and the row blocks being summed (by default slabs are sized as
+the out-of-core FBP's, :func:`~leap.distributed.stream_scratch.stream_bounds`). Disk, float32, removed at the
 end: twice the projections (g, ``m / P1``), twice a subset's projections (``P_S f``),
 one volume (the iterate) and M volumes (the sensitivities, as the in-memory SART
 caches them).
@@ -74,8 +75,8 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
     ``scratch_dir``: where the scratch files go (default: the output's directory);
     ``progress``: a tqdm bar of iterations (None: on when the projections exceed
     256 MiB); ``slabs``: the number of z-slabs (default
-    :func:`~leap.distributed.slabs.default_slabs`). Returns the volume read back lazily
-    from ``out`` (a dask array).
+    :func:`~leap.distributed.stream_scratch.stream_bounds`). Returns the volume read back
+    lazily from ``out`` (a dask array).
     """
     num_iter = check_count("num_iter", num_iter)
     lam = np.float32(check_relaxation(relaxation))

@@ -79,3 +79,18 @@ def test_ls_refusals(tmp_path):
     with pytest.raises(ValueError, match=r"weights \(W\) holds NaN or infinite values"):
         ld.rwls(system, g, 2, weights=W, client=False, out=out)
     assert os.listdir(tmp_path) == []
+
+
+def test_data_and_weights_from_zarr_stores(tmp_path):
+    """g and W given as paths of Zarr stores, opened like the Dask path opens them."""
+    import zarr
+    system, g = _problem("parallel")
+    W = np.exp(-0.2 * g).astype(np.float32)
+    for name, x in (("g.zarr", g), ("w.zarr", W)):
+        zarr.open_array(str(tmp_path / name), mode="w", shape=x.shape, chunks=(8,) + x.shape[1:],
+                        dtype="float32")[:] = x
+    ref = wls(system.operator(), g, np.zeros(system.volume_shape, np.float32), 3, weights=W)
+    out = ld.rwls(system, str(tmp_path / "g.zarr"), 3, weights=str(tmp_path / "w.zarr"),
+                  client=False, out=tmp_path / "r.zarr")
+    _close(out, ref)
+    assert sorted(os.listdir(tmp_path)) == ["g.zarr", "r.zarr", "w.zarr"]

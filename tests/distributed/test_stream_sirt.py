@@ -125,3 +125,14 @@ def test_failure_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left"):
         ld.sart(system, g, 5, 3, client=False, out=tmp_path / "r.h5", slabs=4)
     assert len(calls) == 40 and os.listdir(tmp_path) == []
+
+
+def test_default_slabs_bound_the_rows(tmp_path, monkeypatch):
+    """Without ``slabs``, slabs thin out while their rows exceed SLAB_ROWS_BYTES (as the
+    out-of-core FBP's): memory stays bounded when the projections dwarf the volume."""
+    system, g = _problem("parallel")
+    ref = sart(system.operator(), g, np.zeros(system.volume_shape, np.float32), 2, 3)
+    assert len(stream_scratch.stream_bounds(system, None)) == 2
+    monkeypatch.setattr(stream, "SLAB_ROWS_BYTES", 1)
+    assert len(stream_scratch.stream_bounds(system, None)) == 13     # one slice each
+    _close(ld.sart(system, g, 2, 3, client=False, out=tmp_path / "r.zarr"), ref)
