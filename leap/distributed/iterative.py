@@ -240,15 +240,15 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
     NotImplementedError (its gradient needs neighbouring slices: use a cluster or
     :func:`leap.algorithms.rwls`).
     """
+    if callable(weights) and not hasattr(weights, "shape"):
+        raise TypeError("the distributed rwls takes weights as None, a number or an array of "
+                        "the projections' shape, not a callable")
     if _out_of_core(name, client, out, callback):
         from .stream_ls import stream_rwls
         if _tv.check_regularizer(regularizer) is not None:
             raise NotImplementedError(f"the out-of-core {name} (client=False, out=...) takes "
                                       "no regularizer; run it with a cluster (client=None) "
                                       "or in memory (leap.algorithms.rwls)")
-        if callable(weights) and not hasattr(weights, "shape"):
-            raise TypeError(f"the out-of-core {name} takes weights as None, a number or an "
-                            "array of the projections' shape, not a callable")
         scalar = weights is None or isinstance(weights, numbers.Real) \
             or getattr(weights, "ndim", None) == 0
         g, f, p = _stream_inputs(system, g, f, **{"weights (W)": None if scalar else weights})
@@ -262,9 +262,6 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
     preconditioner = check_preconditioner(preconditioner, (None, "SQS"),
                                           "the distributed rwls")
     reg = _tv.check_regularizer(regularizer)
-    if callable(weights) and not hasattr(weights, "shape"):
-        raise TypeError("the distributed rwls takes weights as None, a number or an array of "
-                        "the projections' shape, not a callable")
     pb = _Problem(system, client, slabs)
     da = _da()
     g = pb.projections(g, "g")
