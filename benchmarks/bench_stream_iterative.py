@@ -14,9 +14,12 @@ Three paths, each in this process on all cores:
   :mod:`leap.distributed.stream_ls`; scratch files in a temporary directory).
 
 Each path runs 1 and ``iters`` iterations after a warm-up (compilation excluded), each
-timing the best of ``repeat`` runs; reported: the time of the 1-iteration run (set-up
+timing the best of ``repeat`` runs (the paths alternate, so that they share whatever
+else the machine is doing); reported: the time of the 1-iteration run (set-up
 and first iteration) and the time per further iteration, ``(t_iters − t_1) /
-(iters − 1)``, with its ratio to memory's.
+(iters − 1)``, with its ratio to memory's, as wall-clock time and as the process's CPU
+time (user + system, all threads: the work done, which other processes on a shared
+machine disturb far less than the wall-clock time).
 """
 from __future__ import annotations
 
@@ -59,13 +62,11 @@ def runners(system, g, method, subsets, tmp):
                                            overwrite=True)}
 
 
-def timed(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+def timed(fn):
+    """Wall-clock and CPU seconds of a call of ``fn``."""
+    t, c = time.perf_counter(), time.process_time()
+    fn()
+    return np.array([time.perf_counter() - t, time.process_time() - c])
 
 
 def main():
@@ -87,18 +88,26 @@ def main():
     g = system.project(f)
     print(f"{a.size}^3 volume, {a.views} views of {a.size}x{a.size}, cone beam; "
           f"{os.cpu_count()} CPUs; OS-SART with {a.subsets} subsets")
-    print(f"{'method':8} {'path':12} {'set-up + 1 it (s)':>18} {'per iteration (s)':>18} "
-          f"{'vs memory':>10}")
+    print(f"{'':21} {'set-up + 1 iteration':>21} {'per further iteration':>33}")
+    print(f"{'method':8} {'path':12} {'wall (s)':>10} {'CPU (s)':>10} {'wall (s)':>10} "
+          f"{'CPU (s)':>10} {'wall/mem':>9} {'CPU/mem':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for method in a.methods:
             paths = runners(system, g, method, a.subsets, tmp)
-            base = None
-            for name, run in paths.items():
+            for run in paths.values():
                 run(1)                                       # warm-up: compilation
-                t1, tn = timed(lambda: run(1), a.repeat), timed(lambda: run(a.iters), a.repeat)
+            best = {name: [np.inf, np.inf] for name in paths}
+            for _ in range(a.repeat):
+                for name, run in paths.items():
+                    for k, n in enumerate((1, a.iters)):
+                        best[name][k] = np.minimum(best[name][k], timed(lambda: run(n)))
+            base = None
+            for name in paths:
+                t1, tn = best[name]
                 per = (tn - t1) / (a.iters - 1)
                 base = per if base is None else base
-                print(f"{method:8} {name:12} {t1:18.2f} {per:18.2f} {per / base:10.2f}")
+                print(f"{method:8} {name:12} {t1[0]:10.2f} {t1[1]:10.2f} {per[0]:10.2f} "
+                      f"{per[1]:10.2f} {per[0] / base[0]:9.2f} {per[1] / base[1]:9.2f}")
 
 
 if __name__ == "__main__":

@@ -229,12 +229,12 @@ def _needs_all_views(g) -> bool:
     return bool(getattr(g, "rings", 0))
 
 
-def _slab_bounds(system: CTSystem, slabs, ncf: int):
-    """Slab bounds: ``slabs`` if given, else :func:`default_slabs`, doubled while the
-    largest slab's rows of filtered projections exceed :data:`SLAB_ROWS_BYTES` and
-    doubling still shrinks them by a fifth (cone beams: a slab's rows are its own plus
-    the spread of the cone, which thinner slabs do not shrink; they would only read the
-    shared rows more often)."""
+def _slab_bounds(system: CTSystem, slabs, ncf: int, first=None):
+    """Slab bounds: ``slabs`` if given, else ``first`` (default :func:`default_slabs`),
+    doubled while the largest slab's rows of filtered projections exceed
+    :data:`SLAB_ROWS_BYTES` and doubling still shrinks them by a fifth (cone beams: a
+    slab's rows are its own plus the spread of the cone, which thinner slabs do not
+    shrink; they would only read the shared rows more often)."""
     nz = system.volume_shape[0]
     if slabs is not None:
         return slab_bounds(nz, check_slabs(system, slabs))
@@ -246,7 +246,7 @@ def _slab_bounds(system: CTSystem, slabs, ncf: int):
             most = max(most, 4 * (v.stop - v.start) * (r.stop - r.start) * ncf)
         return most
 
-    n = default_slabs(system)
+    n = default_slabs(system) if first is None else first
     bounds = slab_bounds(nz, n)
     size = worst(bounds)
     while size > SLAB_ROWS_BYTES and n < nz:

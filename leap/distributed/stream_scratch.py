@@ -8,13 +8,14 @@ so a slab reads a few contiguous runs of its rows); volume-sized arrays are
 """
 from __future__ import annotations
 
+import math
 import os
 import uuid
 
 import numpy as np
 
 from ..system import CTSystem
-from . import stream
+from . import slabs as slabs_module, stream
 from .outputs import open_output
 from .stream import ScratchRows, _progress, _reader
 
@@ -39,10 +40,18 @@ class ScratchVolume:
 
 def stream_bounds(system: CTSystem, slabs):
     """The z-slabs ``[(z0, z1), ...]`` of an out-of-core run: ``slabs`` of them, or
-    (None) as many as the out-of-core FBP makes, so that a slab's rows of one
-    projection-sized array stay under :data:`~leap.distributed.stream.SLAB_ROWS_BYTES`
-    where thinner slabs still help (a slab holds its rows of three or four such arrays)."""
-    return stream._slab_bounds(system, slabs, system.projection_shape[2])
+    (None) slabs of about :data:`~leap.distributed.slabs.SLAB_BYTES` of volume each,
+    thinned (as the out-of-core FBP's) while a slab's rows of one projection-sized array
+    exceed :data:`~leap.distributed.stream.SLAB_ROWS_BYTES` and thinner slabs still help
+    (a slab holds its rows of three or four such arrays).
+
+    No two-slabs-per-thread minimum as on Dask: one process runs the slabs one after
+    another, each kernel on all cores, and a cone-beam slab costs its projection and
+    back-projection kernels about in proportion to its detector rows, not its slices
+    (slabs of a small volume each reach most rows: two cost nearly twice one)."""
+    nz, ny, nx = system.volume_shape
+    first = max(1, min(nz, math.ceil(4 * nz * ny * nx / slabs_module.SLAB_BYTES)))
+    return stream._slab_bounds(system, slabs, system.projection_shape[2], first)
 
 
 def default_progress(system: CTSystem, progress):

@@ -33,8 +33,9 @@ neighbouring slabs overlap in rows; read and written back per row block), and g,
 in all for parallel beams, about twice for cone beams). Everything is read from the
 scratch files (local disk / the page cache), never from the original files again.
 Memory: one slab, its rows of three projection-sized arrays of one subset, its share
-of the next projection and the row blocks being summed (by default slabs are sized as
-the out-of-core FBP's, :func:`~leap.distributed.stream_scratch.stream_bounds`). Disk, float32, removed at the
+of the next projection and the row blocks being summed (by default slabs of about
+64 MiB of volume, thinner where their rows would exceed 192 MiB:
+:func:`~leap.distributed.stream_scratch.stream_bounds`). Disk, float32, removed at the
 end: twice the projections (g, ``m / P1``), twice a subset's projections (``P_S f``),
 one volume (the iterate) and M volumes (the sensitivities, as the in-memory SART
 caches them).

@@ -8,7 +8,7 @@ import pytest
 import leap.distributed as ld
 from dask_cases import close_to as _close, counted, rel, stream_problem as _problem, views_read
 from leap.algorithms import sart, sirt
-from leap.distributed import stream, stream_scratch
+from leap.distributed import slabs, stream, stream_scratch
 
 pytest.importorskip("zarr")
 
@@ -128,11 +128,14 @@ def test_failure_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_default_slabs_bound_the_rows(tmp_path, monkeypatch):
-    """Without ``slabs``, slabs thin out while their rows exceed SLAB_ROWS_BYTES (as the
-    out-of-core FBP's): memory stays bounded when the projections dwarf the volume."""
+    """Without ``slabs``: one slab for a volume under SLAB_BYTES (no Dask minimum of
+    two), thinned while the slabs' rows exceed SLAB_ROWS_BYTES (as the out-of-core
+    FBP's): memory stays bounded when the projections dwarf the volume."""
     system, g = _problem("parallel")
     ref = sart(system.operator(), g, np.zeros(system.volume_shape, np.float32), 2, 3)
-    assert len(stream_scratch.stream_bounds(system, None)) == 2
+    assert len(stream_scratch.stream_bounds(system, None)) == 1
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 4 * 32 * 32 * 4)       # 4 slices a slab
+    assert len(stream_scratch.stream_bounds(system, None)) == 4
     monkeypatch.setattr(stream, "SLAB_ROWS_BYTES", 1)
     assert len(stream_scratch.stream_bounds(system, None)) == 13     # one slice each
     _close(ld.sart(system, g, 2, 3, client=False, out=tmp_path / "r.zarr"), ref)
