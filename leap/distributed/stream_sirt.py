@@ -37,8 +37,9 @@ of the next projection and the row blocks being summed (by default slabs of abou
 64 MiB of volume, thinner where their rows would exceed 192 MiB:
 :func:`~leap.distributed.stream_scratch.stream_bounds`). Disk, float32, removed at the
 end: twice the projections (g, ``m / P1``), twice a subset's projections (``P_S f``),
-one volume (the iterate) and M volumes (the sensitivities, as the in-memory SART
-caches them).
+one volume (the iterate) and M volumes (the sensitivities ``1 / P_Sᵀ1``, while they fit
+:data:`SENSITIVITY_DISK_BYTES`; past it each subset's is made again in its pass, one
+more back-projection of the subset, as the in-memory SART does past its cache).
 
 Results equal the in-memory SART to float rounding (a projection summed from slabs adds
 in another order). No callback or data fit is reported (the monitor's data fit would
@@ -53,6 +54,10 @@ from ..algorithms._common import check_count
 from ..algorithms.sart import check_relaxation
 from ..system import CTSystem
 from .stream import _reader
+
+#: Bytes of sensitivities (one volume per subset) kept on disk; past this each subset's
+#: is made again in its pass (one more back-projection per subset and slab).
+SENSITIVITY_DISK_BYTES = 16 << 30
 from .stream_scratch import (Workspace, copy_rows, copy_volume, stream_bounds, subset_order,
                              subset_starts)
 
@@ -100,7 +105,15 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
                    overwrite=overwrite, scratch_dir=scratch_dir) as ws:
         G, W = ws.rows("g"), ws.rows("w")
         PF = [ws.rows("pf0", starts[1]), ws.rows("pf1", starts[1])]
-        F, S = ws.volume("f"), ws.volume("sens", M)
+        # The sensitivities are kept on disk while they fit SENSITIVITY_DISK_BYTES, else
+        # made again in each subset's pass (one more back-projection, as in memory).
+        keep = M == 1 or 4 * M * int(np.prod(system.volume_shape)) <= SENSITIVITY_DISK_BYTES
+        F, S = ws.volume("f"), (ws.volume("sens", M) if keep else None)
+
+        def sensitivity(part, v, r):
+            ones = np.ones((v.stop - v.start, r.stop - r.start, nc), np.float32)
+            return safe_reciprocal(part.backproject(ones), np)
+
         copy_rows(_reader(g), G, (na, nr, nc), M)
         # W = m / P1: P1 summed from the slabs' shares, then inverted block by block.
         for m in range(M):
@@ -114,10 +127,9 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
                 mk = read_mask(0, na, a, b)
                 w = w * (mk if order is None else mk[order])
             W.write(w, 0, a)
-        for m in range(M):
+        for m in range(M if keep else 0):
             for (z0, z1), (part, v, r) in zip(bounds, parts[m]):
-                ones = np.ones((v.stop - v.start, r.stop - r.start, nc), np.float32)
-                S.write(m * nz + z0, safe_reciprocal(part.backproject(ones), np))
+                S.write(m * nz + z0, sensitivity(part, v, r))
         copy_volume(f, F, bounds, system.volume_shape)
         if num_iter > 0:
             for (z0, z1), (part, v, r) in zip(bounds, parts[0]):
@@ -134,7 +146,8 @@ def stream_sart(system: CTSystem, g, num_iter, num_subsets, out, *, f=None, mask
                     res = G.read(grouped(m, v), r) - cur.read(v, r)
                     res *= W.read(grouped(m, v), r)
                     d = part.backproject(res)
-                    d *= S.read(m * nz + z0, m * nz + z1)
+                    d *= (S.read(m * nz + z0, m * nz + z1) if keep
+                          else sensitivity(part, v, r))
                     fz = F.read(z0, z1)
                     fz += lam * d
                     if nonnegative:

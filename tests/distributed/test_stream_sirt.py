@@ -81,6 +81,21 @@ def test_os_sart_start_mask_and_one_read(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["r.h5"]
 
 
+def test_os_sart_sensitivities_made_again(tmp_path, monkeypatch):
+    """Sensitivities past SENSITIVITY_DISK_BYTES are made again in each pass, not
+    stored: the same result."""
+    from leap.distributed import stream_sirt
+    monkeypatch.setattr(stream_sirt, "SENSITIVITY_DISK_BYTES", 0)
+    made = []
+    monkeypatch.setattr(stream_scratch.Workspace, "volume",
+                        lambda self, key, copies=1, _v=stream_scratch.Workspace.volume:
+                        made.append(key) or _v(self, key, copies))
+    system, g = _problem("cone")
+    ref = sart(system.operator(), g, np.zeros(system.volume_shape, np.float32), 2, 4)
+    _close(ld.sart(system, g, 2, 4, client=False, out=tmp_path / "r.zarr", slabs=3), ref)
+    assert made == ["f"]
+
+
 def test_os_sart_subsets_as_in_memory(tmp_path):
     """More subsets than views: one per view, as leap.algorithms.sart."""
     system, g = _problem("parallel")
