@@ -92,8 +92,8 @@ def stream_rwls(system: CTSystem, g, num_iter, out, *, f=None, weights=None,
     ``scratch_dir``: where the scratch files go (default: the output's directory);
     ``progress``: a tqdm bar of iterations (None: on when the projections exceed
     256 MiB); ``slabs``: the number of z-slabs (default
-    :func:`~leap.distributed.stream_scratch.stream_bounds`). Returns the volume read back lazily from
-    ``out`` (a dask array).
+    :func:`~leap.distributed.stream_scratch.stream_bounds`). Returns the volume read
+    back lazily from ``out`` (a dask array).
     """
     num_iter = check_count("num_iter", num_iter)
     precond = check_preconditioner(preconditioner, PRECONDITIONERS,
