@@ -17,9 +17,11 @@ bar and callback of :mod:`leap.algorithms`.
 Where the work runs (``client=``): a :class:`distributed.Client` of any cluster (e.g.
 SLURM through ``dask_jobqueue.SLURMCluster``), a scheduler address, None (the default
 client, else a LocalCluster made once) or False (this process: out of core on one
-machine when the result is written to a file; FBP and SIRT then stream in passes that
-read each frame once, :mod:`leap.distributed.stream` and
-:mod:`leap.distributed.stream_sirt`; the other maps run on Dask's threaded scheduler).
+machine when the result is written to a file: FBP, SIRT, OS-SART, LS and WLS then stream
+in passes that read each frame once, :mod:`leap.distributed.stream`,
+:mod:`leap.distributed.stream_sirt` and :mod:`leap.distributed.stream_ls`, whose module
+docstrings give the cost per iteration against memory; the other maps run on Dask's
+threaded scheduler, RWLS with a regulariser on a cluster or in memory).
 
 Example::
 

@@ -108,9 +108,31 @@ def _aligned(x, like):
     return x.rechunk(like.chunks)
 
 
+def _out_of_core(name, client, out, callback):
+    """Whether a method runs out of core here (``client=False`` and ``out``); refuses a
+    ``callback`` there and ``out`` with a cluster."""
+    if client is False and out is not None:
+        if callback is not None:
+            raise ValueError(f"the out-of-core {name} (client=False, out=...) takes no "
+                             "callback")
+        return True
+    if out is not None:
+        raise ValueError(f"out= writes the out-of-core {name} (client=False); with a cluster, "
+                         "store the result yourself (leap.distributed.write_zarr)")
+    return False
+
+
+def _stream_inputs(system, g, f, **projections):
+    """The checked inputs of an out-of-core method: ``(g, f, {name: array})``."""
+    check_system(system)
+    return (_checked(g, "g", system.projection_shape), _checked(f, "f", system.volume_shape),
+            {k: _checked(x, k, system.projection_shape) for k, x in projections.items()})
+
+
 # ------------------------------------------------------------------- SIRT / SART
 def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=True,
-         relaxation=0.9, progress=False, callback=None, client=None, slabs=None, name="SART"):
+         relaxation=0.9, progress=False, callback=None, client=None, slabs=None, out=None,
+         overwrite=False, out_format=None, scratch_dir=None, name="SART"):
     """OS-SART on Dask: :func:`leap.algorithms.sart` with the volume in z-slabs on the
     workers.
 
@@ -121,7 +143,20 @@ def sart(system, g, num_iter, num_subsets=1, f=None, *, mask=None, nonnegative=T
 
     Returns the reconstructed volume, a persisted dask array (num_z, num_y, num_x)
     float32 chunked by slabs.
+
+    With ``client=False`` and ``out`` (a Zarr, HDF5 or TIFF-stack path, as for
+    :func:`leap.distributed.fbp`), OS-SART runs out of core on this machine
+    (:mod:`leap.distributed.stream_sirt`): the projections are read once and every
+    array lives on local disk (``scratch_dir``), a slab at a time in memory; the result
+    is written to ``out`` and read back lazily. No ``callback`` there.
     """
+    if _out_of_core(name, client, out, callback):
+        from .stream_sirt import stream_sart
+        g, f, p = _stream_inputs(system, g, f, mask=mask)
+        return stream_sart(system, g, num_iter, num_subsets, out, f=f, mask=p["mask"],
+                           nonnegative=nonnegative, relaxation=relaxation, slabs=slabs,
+                           overwrite=overwrite, out_format=out_format, progress=progress,
+                           scratch_dir=scratch_dir, name=name)
     num_iter = check_count("num_iter", num_iter)
     lam = check_relaxation(relaxation)
     pb = _Problem(system, client, slabs)
@@ -180,30 +215,16 @@ def sirt(system, g, num_iter, f=None, *, mask=None, nonnegative=True, relaxation
     (:mod:`leap.distributed.stream_sirt`): the projections are read once and every
     array lives on local disk (``scratch_dir``), a slab at a time in memory; the result
     is written to ``out`` and read back lazily. No ``callback`` there."""
-    if client is False and out is not None:
-        from .stream_sirt import stream_sirt
-        if callback is not None:
-            raise ValueError("the out-of-core SIRT (client=False, out=...) takes no callback")
-        check_system(system)
-        return stream_sirt(system, _checked(g, "g", system.projection_shape), num_iter, out,
-                           f=_checked(f, "f", system.volume_shape),
-                           mask=_checked(mask, "mask", system.projection_shape),
-                           nonnegative=nonnegative, relaxation=relaxation, slabs=slabs,
-                           overwrite=overwrite, out_format=out_format,
-                           progress=progress,
-                           scratch_dir=scratch_dir)
-    if out is not None:
-        raise ValueError("out= writes the out-of-core SIRT (client=False); with a cluster, "
-                         "store the result yourself (leap.distributed.write_zarr)")
     return sart(system, g, num_iter, 1, f, mask=mask, nonnegative=nonnegative,
                 relaxation=relaxation, progress=progress, callback=callback, client=client,
-                slabs=slabs, name="SIRT")
+                slabs=slabs, out=out, overwrite=overwrite, out_format=out_format,
+                scratch_dir=scratch_dir, name="SIRT")
 
 
 # --------------------------------------------------------------------- RWLS / LS
 def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, preconditioner=None,
-         nonnegative=True, progress=False, callback=None, client=None, slabs=None,
-         name="RWLS"):
+         nonnegative=True, progress=False, callback=None, client=None, slabs=None, out=None,
+         overwrite=False, out_format=None, scratch_dir=None, name="RWLS"):
     """Regularised weighted least squares by preconditioned conjugate gradients on Dask:
     :func:`leap.algorithms.rwls` with the volume in z-slabs on the workers.
 
@@ -212,20 +233,35 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
     ``weights``: None, a number or projections (dask/NumPy/source) of ``g``'s shape;
     ``preconditioner``: None or 'SQS' (``1/PᵀWP1``). Other arguments as for
     :func:`sart`. Returns the volume as a persisted dask array chunked by slabs.
+
+    With ``client=False`` and ``out`` (as for :func:`sart`) and no regulariser, the
+    conjugate gradients run out of core on this machine (:mod:`leap.distributed.stream_ls`;
+    preconditioner None, 'SQS' or 'RAMP'; no ``callback``). A regulariser there raises
+    NotImplementedError (its gradient needs neighbouring slices: use a cluster or
+    :func:`leap.algorithms.rwls`).
     """
-    num_iter = check_count("num_iter", num_iter)
-    if isinstance(preconditioner, bool):
-        preconditioner = "SQS" if preconditioner else None
-    if isinstance(preconditioner, str):
-        preconditioner = preconditioner.upper()
-    if preconditioner not in (None, "SQS"):
-        raise ValueError(f"the distributed rwls takes preconditioner None or 'SQS', got "
-                         f"{preconditioner!r} ('RAMP' and 'SARR' run in memory: "
-                         "leap.algorithms.rwls)")
-    reg = _tv.check_regularizer(regularizer)
     if callable(weights) and not hasattr(weights, "shape"):
         raise TypeError("the distributed rwls takes weights as None, a number or an array of "
                         "the projections' shape, not a callable")
+    if _out_of_core(name, client, out, callback):
+        from .stream_ls import stream_rwls
+        if _tv.check_regularizer(regularizer) is not None:
+            raise NotImplementedError(f"the out-of-core {name} (client=False, out=...) takes "
+                                      "no regularizer; run it with a cluster (client=None) "
+                                      "or in memory (leap.algorithms.rwls)")
+        scalar = weights is None or isinstance(weights, numbers.Real) \
+            or getattr(weights, "ndim", None) == 0
+        g, f, p = _stream_inputs(system, g, f, **{"weights (W)": None if scalar else weights})
+        return stream_rwls(system, g, num_iter, out, f=f,
+                           weights=weights if scalar else p["weights (W)"],
+                           preconditioner=preconditioner, nonnegative=nonnegative,
+                           slabs=slabs, overwrite=overwrite, out_format=out_format,
+                           progress=progress, scratch_dir=scratch_dir, name=name)
+    num_iter = check_count("num_iter", num_iter)
+    from .stream_ls import check_preconditioner
+    preconditioner = check_preconditioner(preconditioner, (None, "SQS"),
+                                          "the distributed rwls")
+    reg = _tv.check_regularizer(regularizer)
     pb = _Problem(system, client, slabs)
     da = _da()
     g = pb.projections(g, "g")
@@ -312,8 +348,12 @@ def rwls(system, g, num_iter, f=None, *, regularizer=None, weights=None, precond
 
 
 def ls(system, g, num_iter, f=None, *, preconditioner=None, nonnegative=True, progress=False,
-       callback=None, client=None, slabs=None):
+       callback=None, client=None, slabs=None, out=None, overwrite=False, out_format=None,
+       scratch_dir=None):
     """Least squares ``½‖P f − g‖²`` on Dask: :func:`rwls` without weights or
-    regulariser (see :func:`leap.algorithms.ls`)."""
+    regulariser (see :func:`leap.algorithms.ls`); out of core with ``client=False`` and
+    ``out`` (:mod:`leap.distributed.stream_ls`)."""
     return rwls(system, g, num_iter, f, preconditioner=preconditioner, nonnegative=nonnegative,
-                progress=progress, callback=callback, client=client, slabs=slabs, name="LS")
+                progress=progress, callback=callback, client=client, slabs=slabs, out=out,
+                overwrite=overwrite, out_format=out_format, scratch_dir=scratch_dir,
+                name="LS")

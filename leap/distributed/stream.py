@@ -201,9 +201,9 @@ def _progress(enabled, total, desc, unit):
     return tqdm(total=total, desc=desc, unit=unit, leave=False)
 
 
-def _reader(g):
+def _reader(g, name="g"):
     """``read(vs, ve, rs, re)`` → float32 C-contiguous block of g (a Source, a dask or a
-    NumPy array), checked finite."""
+    NumPy array), checked finite (an error names the array ``name``)."""
     from .sources import Source
 
     def read(vs, ve, rs, re):
@@ -217,7 +217,7 @@ def _reader(g):
         x = np.ascontiguousarray(x, dtype=np.float32)
         if not np.isfinite(x).all():
             bad = np.argwhere(~np.isfinite(x))[0]
-            raise ValueError(f"g holds NaN or infinite values (first in view {vs + bad[0]}, "
+            raise ValueError(f"{name} holds NaN or infinite values (first in view {vs + bad[0]}, "
                              f"row {rs + bad[1]}, column {bad[2]}); clean the data first "
                              "(e.g. a bad-pixel correction)")
         return x
@@ -230,12 +230,12 @@ def _needs_all_views(g) -> bool:
     return bool(getattr(g, "rings", 0))
 
 
-def _slab_bounds(system: CTSystem, slabs, ncf: int):
-    """Slab bounds: ``slabs`` if given, else :func:`default_slabs`, doubled while the
-    largest slab's rows of filtered projections exceed :data:`SLAB_ROWS_BYTES` and
-    doubling still shrinks them by a fifth (cone beams: a slab's rows are its own plus
-    the spread of the cone, which thinner slabs do not shrink; they would only read the
-    shared rows more often)."""
+def _slab_bounds(system: CTSystem, slabs, ncf: int, first=None):
+    """Slab bounds: ``slabs`` if given, else ``first`` (default :func:`default_slabs`),
+    doubled while the largest slab's rows of filtered projections exceed
+    :data:`SLAB_ROWS_BYTES` and doubling still shrinks them by a fifth (cone beams: a
+    slab's rows are its own plus the spread of the cone, which thinner slabs do not
+    shrink; they would only read the shared rows more often)."""
     nz = system.volume_shape[0]
     if slabs is not None:
         return slab_bounds(nz, check_slabs(system, slabs))
@@ -247,7 +247,7 @@ def _slab_bounds(system: CTSystem, slabs, ncf: int):
             most = max(most, 4 * (v.stop - v.start) * (r.stop - r.start) * ncf)
         return most
 
-    n = default_slabs(system)
+    n = default_slabs(system) if first is None else first
     bounds = slab_bounds(nz, n)
     size = worst(bounds)
     while size > SLAB_ROWS_BYTES and n < nz:

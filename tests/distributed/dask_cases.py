@@ -89,3 +89,36 @@ def stop_rss_sampler(dask_worker):
     state = dask_worker._leap_sampler
     state["run"] = False
     return state["peak"] / 2 ** 20
+
+
+# ------------------------------------------------------------- out-of-core runs
+def stream_problem(kind):
+    """A small system of geometry ``kind`` and the projections of two nested boxes."""
+    system = make_system(kind)
+    f = np.zeros(system.volume_shape, np.float32)
+    f[2:-2, 8:-8, 8:-8] = 1.0
+    f[4:-4, 12:-14, 10:-12] = 2.0
+    return system, system.project(f)
+
+
+def close_to(out, ref):
+    """Equal to float rounding: within 1e-4 of the largest value."""
+    out = np.asarray(out)
+    assert np.abs(out - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+def counted(x, reads):
+    """``x`` as an in-memory source that appends every key it is read with to ``reads``."""
+    from leap.io.lazy import InMemory
+
+    class Counted(InMemory):
+        def read(self, key):
+            reads.append(key)
+            return super().read(key)
+
+    return Counted(x)
+
+
+def views_read(reads, num_views):
+    """How many views the keys in ``reads`` covered, all reads together."""
+    return sum(len(range(*k[0].indices(num_views))) for k in reads)
