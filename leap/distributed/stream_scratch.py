@@ -17,25 +17,7 @@ import numpy as np
 from ..system import CTSystem
 from . import slabs as slabs_module, stream
 from .outputs import open_output
-from .stream import ScratchRows, _progress, _reader
-
-
-class ScratchVolume:
-    """A (num_z, num_y, num_x) float32 raw file read and written by slabs of slices."""
-
-    def __init__(self, path, shape):
-        self.path, self.shape = os.fspath(path), tuple(int(n) for n in shape)
-        self.plane = self.shape[1] * self.shape[2]
-        self.rows = ScratchRows(self.path, (1, self.shape[0], self.plane), 1)
-
-    def read(self, z0, z1):
-        return self.rows.read(slice(0, 1), slice(z0, z1))[0].reshape((z1 - z0,) + self.shape[1:])
-
-    def write(self, z0, f):
-        self.rows._pwrite(np.ascontiguousarray(f, np.float32), 4 * z0 * self.plane)
-
-    def close(self):
-        self.rows.close()
+from .stream import ScratchRows, ScratchVolume, _progress, _reader  # noqa: F401
 
 
 def stream_bounds(system: CTSystem, slabs):

@@ -424,8 +424,22 @@ class FilterStage:
         return out
 
 
+def backprojection_plan(geometry, volume, *, offset_scan=False, fov_radius=None,
+                        helical_window=None):
+    """The CPU kernel plan FBP back-projects ``geometry``'s filtered views through (its
+    weights included), or None where the axial kernels do not run it (modular beams
+    off the axial form): what out-of-core FBP hands :func:`leap.kernels.cpu.launch.
+    backproject_prepared` with views filtered straight into its layout
+    (:meth:`FilterStage.__call__` with ``layout`` and ``row_factor``)."""
+    fgeo, _, _, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius, helical_window)
+    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
+                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    return plan if _cpu.uses_axial_kernels(plan) else None
+
+
 def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fov_radius=None,
-                         helical_window=None):
+                         helical_window=None, accumulate=False):
     """FBP's back-projection of already filtered projections: ``fbp(g)`` is
     ``backproject_filtered(geometry, volume, filter_projections(geometry, volume, g)[0])``
     with the same options (to float rounding; :func:`fbp` lays the filtered views out for
@@ -436,8 +450,13 @@ def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fo
     they belong to, wider than ``geometry``'s for offset scans). ``geometry`` may be a
     crop of the filtered rows (:meth:`leap.system.CTSystem.part`): the back-projector
     reads only the rows its volume needs. Returns (or fills ``out``) the (num_z, num_y,
-    num_x) float32 volume in attenuation units.
+    num_x) float32 volume in attenuation units; ``accumulate`` adds it to ``out`` (which
+    it then needs), so FBP of all views is the sum over chunks of them, ``geometry[a:b]``
+    with ``q[a:b]`` (circular scans without offset-scan weighting, whose weights are the
+    views' own).
     """
+    if accumulate and out is None:
+        raise ValueError("accumulate=True adds to out: pass the volume to add to")
     _validate.check_geometry(geometry, volume)
     fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
         geometry, volume, offset_scan, fov_radius, helical_window)
@@ -445,10 +464,15 @@ def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fo
     plan = make_plan(fgeo, volume, fov_radius=fov_radius,
                      fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
     if not _cpu.uses_axial_kernels(plan):
+        if accumulate:
+            out += weighted_backproject(fgeo, volume, q, fov_radius=fov_radius,
+                                        helical_window=helical_window)
+            return out
         return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
                                     helical_window=helical_window)
     f = _validate.check_out("out", out, volume.shape, q)
-    return _cpu.backproject_prepared(plan, _cpu.prepare_projections(plan, q), f)
+    return _cpu.backproject_prepared(plan, _cpu.prepare_projections(plan, q), f,
+                                     accumulate=accumulate)
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",

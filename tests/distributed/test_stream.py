@@ -31,6 +31,50 @@ def test_stream_equals_in_memory(kind, tmp_path):
     assert os.listdir(tmp_path) == ["r.zarr"]       # the scratch file is gone
 
 
+@pytest.mark.parametrize("kind", GEOMETRIES)
+def test_row_blocks_equal_in_memory(kind, tmp_path, monkeypatch):
+    """Without ``slabs``, circular scans back-project by blocks of volume rows (every
+    slice), summed over chunks of views; small blocks and chunks make several of each."""
+    system = make_system(kind)
+    g = _data(system, 7)
+    nz, ny, nx = system.volume_shape
+    monkeypatch.setattr(stream, "BLOCK_VOLUME_BYTES", 4 * nz * nx * 5)       # 5 rows
+    monkeypatch.setattr(stream, "CHUNK_VIEW_BYTES", 4 * 13 * 64 * 24)        # ~13 views
+    calls = []
+    real = stream._row_block_pass
+    monkeypatch.setattr(stream, "_row_block_pass", lambda *a: calls.append(1) or real(*a))
+    out = ld.fbp(system, g, client=False, out=tmp_path / "r.zarr")
+    assert bool(calls) == (kind in ("parallel", "fan", "cone", "cone_curved"))
+    assert rel(np.asarray(out), system.fbp(g)) <= 1e-6
+    assert os.listdir(tmp_path) == ["r.zarr"]       # both scratch files are gone
+
+
+def test_row_block_failing_is_redone_then_refused(tmp_path, monkeypatch):
+    system = make_system("cone")
+    g = _data(system, 8)
+    monkeypatch.setattr(stream, "BLOCK_VOLUME_BYTES", 4 * 23 * 32 * 8)
+    calls = []
+    real = stream._backproject_chunk
+
+    def flaky(*a):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("a transient failure")
+        return real(*a)
+
+    monkeypatch.setattr(stream, "_backproject_chunk", flaky)
+    out = ld.fbp(system, g, client=False, out=tmp_path / "r.zarr")
+    assert rel(np.asarray(out), system.fbp(g)) <= 1e-6
+
+    def broken(*a):
+        raise MemoryError("no memory")
+
+    monkeypatch.setattr(stream, "_backproject_chunk", broken)
+    with pytest.raises(RuntimeError, match=r"block of volume rows 0:8 failed 3 times"):
+        ld.fbp(system, g, client=False, out=tmp_path / "t" / "s.tif")
+    assert sorted(os.listdir(tmp_path)) == ["r.zarr", "t"] and os.listdir(tmp_path / "t") == []
+
+
 def test_tilted_cone_goes_by_slabs_and_equals_in_memory(tmp_path, monkeypatch):
     """A tilted cone beam's FBP is its upright form's (leap.reconstruction.tilt_resampling): the streamed
     filter pass does not apply, the slab path does, and gives the in-memory volume."""

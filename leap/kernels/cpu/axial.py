@@ -60,8 +60,8 @@ from ._jit import (FAST_JIT, axial_footprint, column_range,
                    fbp_distance_weight, overlap, parallel_view_constants, row_mapping)
 from .columns import (CELL_PAD, GUARD_HI, GUARD_LO, INLINE, add_cumulative_differences,
                       add_differences, add_integrals, column_length, combine_columns,
-                      cumulative_at, fov_ix_range, prefetch_column, scratch_vectors, store_tile,
-                      three_tap, tile_fov_ranges, two_pixels, two_tap)
+                      cumulative_at, fov_ix_range, load_tile, prefetch_column, scratch_vectors,
+                      store_tile, three_tap, tile_fov_ranges, two_pixels, two_tap)
 from .curved_rows import curve_row
 from .voxel_weights import (inverse_rho2, prefix_sum, squared_heights,
                             weighted_increments)
@@ -320,9 +320,10 @@ def tile_edge(nz, ny, nx, threads):
 def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, model, magnify_z,
                 fov_r2, x0, y0, z0, voxel_width, voxel_height,
                 pixel_width, pixel_height, center_col, center_row, dist_sod, slice_w,
-                stretch, threads, start, step):
+                stretch, accumulate, threads, start, step):
     """Matched back-projection into f from G = projection_row_cumsum(g), (na, GUARD_LO +
-    ncols + GUARD_HI, nrows + 1) float32. f : (nz, ny, nx) float32, overwritten.
+    ncols + GUARD_HI, nrows + 1) float32. f : (nz, ny, nx) float32, overwritten, or
+    added to with ``accumulate`` (a back-projection summed over chunks of views).
     Other arguments as for :func:`project`. Square tiles of voxel columns
     (:func:`tile_edge`), tiles ``start, start + step, …`` (:func:`leap.kernels.cpu.threads.run`)
     (parallel and fan beams whose slices lie on rows:
@@ -369,8 +370,11 @@ def backproject(G, f, col_dir, source_xy, source_z, focus, sdd, sod, pitch, mode
         # The tile's columns inside the field of view, row by row: [lo[r], hi[r]).
         lo, hi, inside = tile_fov_ranges(ty, tx, nx, iy0, ix0, x0, y0, voxel_width, fov_r2)
         sf = slab.reshape(-1)
-        for i in range(sf.size):
-            sf[i] = 0.0
+        if accumulate:
+            load_tile(f, slab, iy0, ix0)
+        else:
+            for i in range(sf.size):
+                sf[i] = 0.0
         if not inside:
             na_tile = 0
         else:

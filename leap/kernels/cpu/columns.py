@@ -207,6 +207,17 @@ def store_tile(f, slab, iy0, ix0):
                 f[k, iy0 + r, ix0 + c] = slab[r, c, k]
 
 
+@numba.njit(**INLINE)
+def load_tile(f, slab, iy0, ix0):
+    """The inverse of :func:`store_tile`: the volume's values at the tile into ``slab``
+    (back-projections that add to what f holds)."""
+    ty, tx, nz = slab.shape
+    for k in range(nz):
+        for r in range(ty):
+            for c in range(tx):
+                slab[r, c, k] = f[k, iy0 + r, ix0 + c]
+
+
 @numba.njit(**FAST_JIT)
 def column_length(n, itemsize):
     """Stored length of columns of ``n`` values of ``itemsize`` bytes that are read or

@@ -201,13 +201,18 @@ def backproject(plan, g: np.ndarray, f: np.ndarray) -> np.ndarray:
     return backproject_prepared(plan, prepare_projections(plan, g), f)
 
 
-def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
+def backproject_prepared(plan, G: np.ndarray, f: np.ndarray, accumulate: bool = False
+                         ) -> np.ndarray:
     """f ← Pᵀ g from G = :func:`prepare_projections` (g) (plans that
-    :func:`uses_axial_kernels`)."""
+    :func:`uses_axial_kernels`); f ← f + Pᵀ g with ``accumulate`` (the cone family's
+    kernel adds in place, the others through a temporary)."""
     expected = prepared_shape(plan)
     if G.shape != expected:
         raise ValueError(f"G must be prepare_projections(plan, g), shape {expected}; "
                          f"got {G.shape}")
+    if accumulate and direct_rows(plan):
+        f += backproject_prepared(plan, G, np.empty_like(f))
+        return f
     s = plan.scalars()
     views, sdd, center_col, center_row, fov_r2, stretch = _axial_form(plan)
     ok, ks, js = _single_slice(plan, views, center_row, plan.geometry.projection_shape[1])
@@ -234,5 +239,5 @@ def backproject_prepared(plan, G: np.ndarray, f: np.ndarray) -> np.ndarray:
                 _focus(views), sdd, views.sod, views.helical_pitch, views.column_model,
                 views.magnify_z, fov_r2, s.x0, s.y0, s.z0, s.voxel_width, s.voxel_height,
                 s.pixel_width, s.pixel_height, center_col, center_row, s.dist_sod, sw,
-                stretch, numba.get_num_threads())
+                stretch, bool(accumulate), numba.get_num_threads())
     return f
