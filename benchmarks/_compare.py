@@ -221,6 +221,23 @@ def measure(peers, order, problem, volume, op, rounds, unchanged_note, **setup_k
     return row
 
 
+def measure_rows(peers, order, problem, volumes, ops, rounds, unchanged_note, rows,
+                 **setup_kw):
+    """:func:`measure` every (volume, op) of ``problem``, appending each row (or the
+    error that stopped it) to ``rows`` and printing it."""
+    for volume in volumes:
+        for op in ops:
+            try:
+                row = measure(peers, order, problem, volume, op, rounds, unchanged_note,
+                              **setup_kw)
+            except RuntimeError as err:
+                row = {"problem": problem, "volume": volume, "op": op,
+                       "note": f"error: {str(err).strip().splitlines()[-1]}"}
+                print(err, file=sys.stderr)
+            rows.append(row)
+            print_row(row, order)
+
+
 def print_header(order):
     a, b = order
     print(f"{'problem':<12}{'volume':<8}{'op':<13}{a + ' s':>9}{b + ' s':>9}"

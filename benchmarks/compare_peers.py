@@ -91,8 +91,8 @@ import time
 
 import numpy as np
 
-from _compare import (SETTLE_S, SLOW_S, SPARSE_FILL, ModelsChild, Peer, ball, measure,
-                      print_header, print_row, seconds, serve, split_list)
+from _compare import (SETTLE_S, SLOW_S, SPARSE_FILL, ModelsChild, Peer, ball, measure_rows,
+                      print_header, seconds, serve, split_list)
 from compare_upstream import fan2d, parallel2d
 
 #: Order of the calls in a round.
@@ -374,17 +374,8 @@ def main():
                 rows.append({"problem": problem, "note": f"error: {last}"})
                 continue
             print_header(LIBRARIES)
-            for volume in volumes:
-                for op in ops:
-                    try:
-                        row = measure(peers, LIBRARIES, problem, volume, op, args.rounds,
-                                      "an output was left unchanged")
-                    except RuntimeError as err:
-                        row = {"problem": problem, "volume": volume, "op": op,
-                               "note": f"error: {str(err).strip().splitlines()[-1]}"}
-                        print(err, file=sys.stderr)
-                    rows.append(row)
-                    print_row(row, LIBRARIES)
+            measure_rows(peers, LIBRARIES, problem, volumes, ops, args.rounds,
+                         "an output was left unchanged", rows)
     finally:
         for peer in peers.values():
             peer.close()

@@ -67,8 +67,8 @@ import types
 
 import numpy as np
 
-from _compare import (SETTLE_S, SLOW_S, SPARSE_FILL, ModelsChild, Peer, measure,
-                      print_header, print_row, serve, split_list)
+from _compare import (SETTLE_S, SLOW_S, SPARSE_FILL, ModelsChild, Peer, measure_rows,
+                      print_header, serve, split_list)
 
 #: Order of the calls in a round.
 LIBRARIES = ("LEAP", "leap")
@@ -214,18 +214,9 @@ def main():
         for problem in problems:
             vectors = (peers["leap"].ask("vectors")["vectors"] if problem == "modular"
                        else None)
-            for volume in volumes:
-                for op in ops:
-                    try:
-                        row = measure(peers, LIBRARIES, problem, volume, op, args.rounds,
-                                      "an output was left unchanged: not on this CPU "
-                                      "build", vectors=vectors)
-                    except RuntimeError as err:
-                        row = {"problem": problem, "volume": volume, "op": op,
-                               "note": f"error: {str(err).strip().splitlines()[-1]}"}
-                        print(err, file=sys.stderr)
-                    rows.append(row)
-                    print_row(row, LIBRARIES)
+            measure_rows(peers, LIBRARIES, problem, volumes, ops, args.rounds,
+                         "an output was left unchanged: not on this CPU build", rows,
+                         vectors=vectors)
     finally:
         for peer in peers.values():
             peer.close()
