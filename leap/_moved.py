@@ -45,10 +45,15 @@ class _AliasLoader(importlib.abc.Loader):
         self.target = target
 
     def create_module(self, spec):
-        return importlib.import_module(self.target)
+        module = importlib.import_module(self.target)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass                                  # executed once, under its new name
+        # Executed once, under its new name. The import system has just set the module's
+        # __spec__ to the old name's: its own goes back, or relative imports inside its
+        # functions would see __package__ != __spec__.parent (an ImportWarning).
+        module.__spec__ = self.spec
 
     def get_code(self, fullname):
         # ``python -m leap.precompile`` (runpy) runs the new module's code as __main__.

@@ -107,6 +107,7 @@ def test_moved_modules_keep_their_old_names():
         assert new in mods and old not in mods, (old, new)
         assert importlib.import_module(old) is importlib.import_module(new), old
         assert getattr(leap, old.rpartition(".")[2]) is sys.modules[new], old
+        assert sys.modules[new].__spec__.name == new, old       # its own spec kept
     from leap.fbp import FilterStage, fbp                       # a user's import
     from leap.reconstruction.fbp import fbp as new_fbp
     assert fbp is new_fbp and FilterStage.__module__ == "leap.reconstruction.fbp"
