@@ -428,9 +428,9 @@ def backprojection_plan(geometry, volume, *, offset_scan=False, fov_radius=None,
                         helical_window=None):
     """The CPU kernel plan FBP back-projects ``geometry``'s filtered views through (its
     weights included), or None where the axial kernels do not run it (modular beams
-    off the axial form): what out-of-core FBP hands :func:`leap.kernels.cpu.launch.
-    backproject_prepared` with views filtered straight into its layout
-    (:meth:`FilterStage.__call__` with ``layout`` and ``row_factor``)."""
+    off the axial form): what out-of-core FBP hands
+    ``leap.kernels.cpu.launch.backproject_prepared`` with views filtered straight into
+    its layout (a :class:`FilterStage` called with ``layout`` and ``row_factor``)."""
     fgeo, _, _, fov_radius, slice_weights = _backprojection_layout(
         geometry, volume, offset_scan, fov_radius, helical_window)
     plan = make_plan(fgeo, volume, fov_radius=fov_radius,
