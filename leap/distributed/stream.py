@@ -459,7 +459,7 @@ def _backprojection_pass(system, scratch, bounds, writer, progress, retries):
 
 def by_row_blocks(system: CTSystem) -> bool:
     """Whether the back-projection pass goes by blocks of volume rows (every slice at
-    once, :func:`_row_block_pass`) rather than z-slabs: circular scans of the parallel,
+    once, ``_row_block_pass``) rather than z-slabs: circular scans of the parallel,
     fan and flat or curved cone beams, untilted, with one focal spot and no offset-scan
     weighting (whose layout is derived from all the views, so a chunk of them cannot be
     back-projected alone).
