@@ -13,9 +13,9 @@ overlapping row ranges, and a TIFF frame is decoded again by each slab. Instead:
    writes the filtered rows to a scratch file on local disk.
 2. **Back-projection pass**. Circular scans (parallel, fan, cone; :func:`by_row_blocks`)
    go by blocks of volume rows y, every slice at once: each block sums chunks of views
-   (all rows), read one chunk ahead from the scratch file, the back-projector adding
-   each chunk in place (:func:`leap.reconstruction.fbp.backproject_filtered` with
-   ``accumulate``); finished blocks go to a raw scratch volume, which is then copied to
+   (all rows, filtered into the back-projector's layout,
+   :func:`leap.reconstruction.fbp.backprojection_plan`), read one chunk ahead from the
+   scratch file, the back-projector adding each chunk in place; finished blocks go to a raw scratch volume, which is then copied to
    the output slab by slab. z-slabs would pay the back-projector's per-column cost once
    per slab (:func:`by_row_blocks` gives the figures). Other scans (helical, tilted,
    flying focal spot, offset-scan weighting) and runs given ``slabs`` go over z-slabs: a
@@ -352,7 +352,8 @@ def stream_fbp(system: CTSystem, g, out, *, slabs=None, overwrite=False, out_for
     if by_blocks:
         # Views filtered straight into the back-projector's layout (as the in-memory FBP
         # does), every view one contiguous run: (views, columns + guards, rows [+ 1]).
-        shape, rows_per_block = _cpu.prepared_shape(plan), _cpu.prepared_shape(plan)[1]
+        shape = _cpu.prepared_shape(plan)
+        rows_per_block = shape[1]
     else:
         shape = (na, nr, ncf)
         rows_per_block = max(1, min(nr, ROW_BLOCK_BYTES // max(1, 4 * na * ncf)))

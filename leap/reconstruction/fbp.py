@@ -297,10 +297,8 @@ def fbp(geometry, volume, g, out=None, *, ramp_filter=2, lowpass=1.0, window="no
         return _fbp_gpu(geometry, volume, g, f, host=(devs, cap), **opts)
     if isinstance(geometry, ModularBeam):
         _check_axial_modular(geometry)
-    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
-        geometry, volume, offset_scan, fov_radius, helical_window)
-    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
-                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    fgeo, fov_radius, plan = _kernel_plan(geometry, volume, offset_scan, fov_radius,
+                                          helical_window)
     if not _cpu.uses_axial_kernels(plan):
         q, fgeo = filter_projections(geometry, volume, g, ramp_filter=ramp_filter,
                                      lowpass=lowpass, window=window,
@@ -431,15 +429,22 @@ def backprojection_plan(geometry, volume, *, offset_scan=False, fov_radius=None,
     off the axial form): what out-of-core FBP hands
     ``leap.kernels.cpu.launch.backproject_prepared`` with views filtered straight into
     its layout (a :class:`FilterStage` called with ``layout`` and ``row_factor``)."""
-    fgeo, _, _, fov_radius, slice_weights = _backprojection_layout(
-        geometry, volume, offset_scan, fov_radius, helical_window)
-    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
-                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
+    plan = _kernel_plan(geometry, volume, offset_scan, fov_radius, helical_window)[2]
     return plan if _cpu.uses_axial_kernels(plan) else None
 
 
+def _kernel_plan(geometry, volume, offset_scan, fov_radius, helical_window):
+    """``(fgeo, fov_radius, plan)``: :func:`_backprojection_layout`'s geometry and field
+    of view, and the kernel plan of FBP's back-projection through them."""
+    fgeo, _, _, fov_radius, slice_weights = _backprojection_layout(
+        geometry, volume, offset_scan, fov_radius, helical_window)
+    return fgeo, fov_radius, make_plan(fgeo, volume, fov_radius=fov_radius,
+                                       fan_distance_weight=_distance_weighted(fgeo),
+                                       slice_weights=slice_weights)
+
+
 def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fov_radius=None,
-                         helical_window=None, accumulate=False):
+                         helical_window=None):
     """FBP's back-projection of already filtered projections: ``fbp(g)`` is
     ``backproject_filtered(geometry, volume, filter_projections(geometry, volume, g)[0])``
     with the same options (to float rounding; :func:`fbp` lays the filtered views out for
@@ -450,29 +455,17 @@ def backproject_filtered(geometry, volume, q, out=None, *, offset_scan=False, fo
     they belong to, wider than ``geometry``'s for offset scans). ``geometry`` may be a
     crop of the filtered rows (:meth:`leap.system.CTSystem.part`): the back-projector
     reads only the rows its volume needs. Returns (or fills ``out``) the (num_z, num_y,
-    num_x) float32 volume in attenuation units; ``accumulate`` adds it to ``out`` (which
-    it then needs), so FBP of all views is the sum over chunks of them, ``geometry[a:b]``
-    with ``q[a:b]`` (circular scans without offset-scan weighting, whose weights are the
-    views' own).
+    num_x) float32 volume in attenuation units.
     """
-    if accumulate and out is None:
-        raise ValueError("accumulate=True adds to out: pass the volume to add to")
     _validate.check_geometry(geometry, volume)
-    fgeo, first, n_add, fov_radius, slice_weights = _backprojection_layout(
-        geometry, volume, offset_scan, fov_radius, helical_window)
+    fgeo, fov_radius, plan = _kernel_plan(geometry, volume, offset_scan, fov_radius,
+                                          helical_window)
     _validate.check_array("q", q, fgeo.projection_shape)
-    plan = make_plan(fgeo, volume, fov_radius=fov_radius,
-                     fan_distance_weight=_distance_weighted(fgeo), slice_weights=slice_weights)
     if not _cpu.uses_axial_kernels(plan):
-        if accumulate:
-            out += weighted_backproject(fgeo, volume, q, fov_radius=fov_radius,
-                                        helical_window=helical_window)
-            return out
         return weighted_backproject(fgeo, volume, q, out=out, fov_radius=fov_radius,
                                     helical_window=helical_window)
     f = _validate.check_out("out", out, volume.shape, q)
-    return _cpu.backproject_prepared(plan, _cpu.prepare_projections(plan, q), f,
-                                     accumulate=accumulate)
+    return _cpu.backproject_prepared(plan, _cpu.prepare_projections(plan, q), f)
 
 
 def fbp_adjoint(geometry, volume, f, out=None, *, ramp_filter=2, lowpass=1.0, window="none",
